@@ -1,0 +1,115 @@
+"""A simulated device: reference counts, contexts, resources and its engine."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from ._engine import Engine
+from ._memory import DeviceMemory
+from ._objects import Context, SimEvent, SimStream, Task
+from ._profiles import SocProfile
+
+__all__ = ["SimDevice"]
+
+
+class SimDevice:
+    """One device of a simulated runtime. All methods expect the runtime lock held."""
+
+    def __init__(
+        self,
+        device_id: int,
+        profile: SocProfile,
+        lock: threading.Lock,
+        new_handle: Callable[[], int],
+    ) -> None:
+        self.id = device_id
+        self.profile = profile
+        self._lock = lock
+        self._new_handle = new_handle
+        self.refcount = 0
+        self.sat_mode = profile.default_sat_mode
+        self.memory = DeviceMemory(device_id, profile.memory_bytes)
+        self.default_context: Context | None = None
+        self.contexts: dict[int, Context] = {}
+        self.engine: Engine | None = None
+        self.streams_used = 0
+        self.events_used = 0
+
+    @property
+    def active(self) -> bool:
+        return self.default_context is not None
+
+    def activate(self) -> Context:
+        """Create the default context, default and internal streams; start the engine."""
+        if self.default_context is None:
+            self.streams_used = self.profile.reserved_streams
+            self.events_used = 0
+            self.sat_mode = self.profile.default_sat_mode
+            self.memory = DeviceMemory(self.id, self.profile.memory_bytes)
+            self.default_context = Context(self._new_handle(), self, is_default=True)
+            self.engine = Engine(self.id, self._lock, self._on_failure)
+            self.engine.start()
+        return self.default_context
+
+    def all_contexts(self) -> list[Context]:
+        if self.default_context is None:
+            return []
+        return [self.default_context, *self.contexts.values()]
+
+    def all_streams(self) -> list[SimStream]:
+        return [s for ctx in self.all_contexts() for s in ctx.all_streams()]
+
+    def pending_tails(self) -> list[Task]:
+        """The last task of every stream that still has work."""
+        return [s.tail for s in self.all_streams() if s.tail is not None and not s.tail.done]
+
+    def take_error(self) -> int:
+        """The first error any stream of the device reports now (device-wide sync)."""
+        code = 0
+        for stream in self.all_streams():
+            found = stream.take_error()
+            code = code or found
+        return code
+
+    def deactivate(self) -> Engine | None:
+        """Destroy every context, stream and event; return the engine to stop and join."""
+        for ctx in self.all_contexts():
+            forget_context(ctx)
+        self.default_context = None
+        self.contexts.clear()
+        self.memory.clear()
+        self.refcount = 0
+        self.streams_used = 0
+        self.events_used = 0
+        engine, self.engine = self.engine, None
+        return engine
+
+    def submit(self, task: Task) -> None:
+        assert self.engine is not None
+        self.engine.submit_locked(task)
+
+    def _on_failure(self, task: Task) -> None:
+        stream = task.stream
+        if not stream.pending_error:
+            stream.pending_error = task.error
+        if stream.failure_mode == 1 and not stream.aborted:
+            stream.aborted = True
+            assert self.engine is not None
+            self.engine.drop_queued_locked(stream)
+
+
+def forget_context(ctx: Context) -> None:
+    """Mark a context and everything in it as gone."""
+    ctx.alive = False
+    for stream in ctx.all_streams():
+        stream.alive = False
+    for event in ctx.events.values():
+        event.alive = False
+    ctx.streams.clear()
+    ctx.events.clear()
+
+
+def forget_event(event: SimEvent) -> None:
+    event.alive = False
+    event.context.events.pop(event.handle, None)

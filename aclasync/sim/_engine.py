@@ -1,0 +1,185 @@
+"""The timeline of one simulated device: a scheduler thread and a core thread.
+
+All state is guarded by the runtime's single lock; the scheduler waits on a condition
+built on it, so no lock ordering can go wrong. Methods named ``*_locked`` expect the
+caller to hold that lock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from ._objects import SimStream, Task
+
+__all__ = ["Engine"]
+
+_log = logging.getLogger("aclasync.sim")
+
+#: Code a kernel fails with when its body raises.
+_AICORE_EXCEPTION = 507015
+
+
+class Engine:
+    """Runs the tasks of one device's streams with real timing."""
+
+    def __init__(
+        self,
+        device_id: int,
+        lock: threading.Lock,
+        on_failure: Callable[[Task], None],
+    ) -> None:
+        self.device_id = device_id
+        self._lock = lock
+        self._wake = threading.Condition(lock)
+        self._on_failure = on_failure
+        self._ready: deque[SimStream] = deque()
+        self._timers: list[tuple[float, int, Task]] = []
+        self._tiebreak = itertools.count()
+        self._core_queue: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+        self._stopping = False
+        self._waiting = False
+        prefix = f"aclasync-sim-dev{device_id}"
+        self._threads = [
+            threading.Thread(target=self._schedule, name=f"{prefix}-scheduler", daemon=True),
+            threading.Thread(target=self._run_core, name=f"{prefix}-core", daemon=True),
+        ]
+
+    @property
+    def threads(self) -> tuple[threading.Thread, ...]:
+        return tuple(self._threads)
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop both threads and join them. Call without holding the lock."""
+        with self._lock:
+            self._stopping = True
+            self._wake.notify()
+        self._core_queue.put(None)
+        current = threading.current_thread()
+        for thread in self._threads:
+            if thread is not current:
+                thread.join()
+
+    # -- called with the lock held ---------------------------------------------------
+
+    def submit_locked(self, task: Task) -> None:
+        """Append *task* to its stream's FIFO."""
+        stream = task.stream
+        stream.tail = task
+        idle = stream.running is None and not stream.queue
+        stream.queue.append(task)
+        if idle:
+            self._ready.append(stream)
+            if self._waiting:
+                self._wake.notify()
+
+    def release_hold_locked(self, task: Task) -> None:
+        """Mark a blocking callback as run, letting its stream go on."""
+        if task.hold and not task.done:
+            task.hold = False
+            self._satisfy_locked(task, time.monotonic())
+
+    def drop_queued_locked(self, stream: SimStream) -> None:
+        """Discard the tasks of *stream* that have not started, as if completed."""
+        now = time.monotonic()
+        while stream.queue:
+            self._finish_locked(stream.queue.popleft(), now)
+
+    # -- scheduler thread ------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        timers = self._timers
+        with self._lock:
+            while not self._stopping:
+                now = time.monotonic()
+                while timers and timers[0][0] <= now:
+                    task = heapq.heappop(timers)[2]
+                    self._satisfy_locked(task, now)
+                while self._ready:
+                    self._start_head_locked(self._ready.popleft(), now)
+                if self._ready:
+                    continue
+                timeout = timers[0][0] - time.monotonic() if timers else None
+                self._waiting = True
+                self._wake.wait(timeout)
+                self._waiting = False
+
+    def _start_head_locked(self, stream: SimStream, now: float) -> None:
+        """Start tasks at the head of *stream* until one stays running or blocks."""
+        queue_ = stream.queue
+        while stream.running is None and queue_:
+            task = queue_[0]
+            dep = task.dep
+            if dep is not None and not dep.done:
+                if dep.dependents is None:
+                    dep.dependents = []
+                dep.dependents.append(stream)
+                return
+            queue_.popleft()
+            stream.running = task
+            task.start = now
+            if task.action is not None:
+                task.action(task)
+            pending = 0
+            if task.duration > 0:
+                pending += 1
+                heapq.heappush(self._timers, (now + task.duration, next(self._tiebreak), task))
+            if task.fn is not None:
+                pending += 1
+                self._core_queue.put(task)
+            if task.hold:
+                pending += 1
+            task.pending = pending
+            if pending == 0:
+                self._finish_locked(task, now)
+
+    def _satisfy_locked(self, task: Task, now: float) -> None:
+        task.pending -= 1
+        if task.pending == 0 and not task.done:
+            self._finish_locked(task, now)
+
+    def _finish_locked(self, task: Task, now: float) -> None:
+        task.done = True
+        task.finish = now
+        stream = task.stream
+        if stream.running is task:
+            stream.running = None
+            if stream.queue:
+                self._ready.append(stream)
+        if task.overflow and task.stream.sat_mode == 0:
+            task.stream.context.overflow_status = 1
+        waiters, task.waiters = task.waiters, None
+        if waiters:
+            for waiter in waiters:
+                waiter.release()
+        dependents, task.dependents = task.dependents, None
+        if dependents:
+            self._ready.extend(dependents)
+        if task.error:
+            self._on_failure(task)
+        if self._ready and self._waiting:
+            self._wake.notify()
+
+    # -- core thread -----------------------------------------------------------------
+
+    def _run_core(self) -> None:
+        while (task := self._core_queue.get()) is not None:
+            fn = task.fn
+            assert fn is not None
+            try:
+                fn()
+            except BaseException:  # a kernel body must never take the device down
+                _log.exception("kernel body raised on simulated device %d", self.device_id)
+                task.error = task.error or _AICORE_EXCEPTION
+            with self._lock:
+                self._satisfy_locked(task, time.monotonic())

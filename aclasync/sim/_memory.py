@@ -1,0 +1,186 @@
+"""Simulated memory: device address spaces and the host buffers the runtime knows."""
+
+from __future__ import annotations
+
+import bisect
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DeviceMemory", "HostMemory", "Region", "device_base"]
+
+_DEVICE_BASE = 0x1000_0000_0000
+_DEVICE_SPAN = 0x100_0000_0000  # 1 TiB of address space per device
+
+
+def device_base(device_id: int) -> int:
+    """Return the first address of *device_id*'s address range."""
+    return _DEVICE_BASE + device_id * _DEVICE_SPAN
+
+
+class Region:
+    """A block of memory the runtime handed out or registered."""
+
+    __slots__ = ("_buffer", "pinned", "size", "start", "writable")
+
+    def __init__(
+        self,
+        start: int,
+        size: int,
+        buffer: Callable[[], memoryview | None],
+        *,
+        pinned: bool,
+        writable: bool = True,
+    ) -> None:
+        self.start = start
+        self.size = size
+        self._buffer = buffer
+        self.pinned = pinned
+        self.writable = writable
+
+    def view(self, address: int, count: int) -> memoryview | None:
+        """Return a byte view of ``[address, address + count)``, or None if out of range."""
+        offset = address - self.start
+        if offset < 0 or offset + count > self.size:
+            return None
+        buffer = self._buffer()
+        if buffer is None:
+            return None
+        return buffer[offset : offset + count]
+
+
+class _RegionTable:
+    """Regions sorted by start address, found by any address inside them."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._regions: dict[int, Region] = {}
+
+    def add(self, region: Region) -> None:
+        if region.start not in self._regions:
+            bisect.insort(self._starts, region.start)
+        self._regions[region.start] = region
+
+    def pop(self, start: int) -> Region | None:
+        region = self._regions.pop(start, None)
+        if region is not None:
+            del self._starts[bisect.bisect_left(self._starts, start)]
+        return region
+
+    def find(self, address: int) -> Region | None:
+        index = bisect.bisect_right(self._starts, address) - 1
+        if index < 0:
+            return None
+        region = self._regions[self._starts[index]]
+        return region if address < region.start + max(region.size, 1) else None
+
+    def __len__(self) -> int:
+        return len(self._regions)
+
+
+class DeviceMemory:
+    """One device's memory: real bytes at simulated addresses, never reused."""
+
+    def __init__(self, device_id: int, capacity: int) -> None:
+        self.device_id = device_id
+        self.capacity = capacity
+        self.base = device_base(device_id)
+        self._next = self.base
+        self._table = _RegionTable()
+        self.used = 0
+
+    def contains(self, address: int) -> bool:
+        return self.base <= address < self.base + _DEVICE_SPAN
+
+    def allocate(self, size: int) -> int | None:
+        """Allocate *size* bytes (rounded up to 32, plus 32); None when out of memory."""
+        padded = (size + 31) // 32 * 32 + 32
+        if self.used + padded > self.capacity or self._next + padded > self.base + _DEVICE_SPAN:
+            return None
+        start = self._next
+        self._next = (start + padded + 63) // 64 * 64
+        storage = bytearray(padded)
+        view = memoryview(storage)
+        self._table.add(Region(start, padded, lambda: view, pinned=True))
+        self.used += padded
+        return start
+
+    def release(self, address: int) -> bool:
+        """Free the block starting at *address*; False if there is none."""
+        region = self._table.pop(address)
+        if region is None:
+            return False
+        self.used -= region.size
+        return True
+
+    def find(self, address: int) -> Region | None:
+        return self._table.find(address)
+
+    def clear(self) -> None:
+        self._table = _RegionTable()
+        self.used = 0
+
+
+class HostMemory:
+    """Host buffers the runtime knows: ``malloc_host`` blocks and registered buffers."""
+
+    def __init__(self) -> None:
+        self._table = _RegionTable()
+        self._owned: dict[int, np.ndarray[Any, Any]] = {}
+
+    def allocate(self, size: int) -> int:
+        """Allocate *size* bytes of 64-byte aligned, pinned host memory; return its address."""
+        raw = np.zeros(size + 64, dtype=np.uint8)
+        offset = (-raw.ctypes.data) % 64
+        block = raw[offset : offset + size]
+        start = int(block.ctypes.data)
+        view = memoryview(block.data).cast("B")
+        self._owned[start] = block
+        self._table.add(Region(start, size, lambda: view, pinned=True))
+        return start
+
+    def release(self, address: int) -> bool:
+        if self._owned.pop(address, None) is None:
+            return False
+        self._table.pop(address)
+        return True
+
+    def register_array(self, array: np.ndarray[Any, Any]) -> int:
+        """Register a C-contiguous array; it stays usable while the caller keeps it alive."""
+        start = int(array.ctypes.data)
+        ref = weakref.ref(array)
+
+        def buffer() -> memoryview | None:
+            alive = ref()
+            return None if alive is None else memoryview(alive.reshape(-1).view(np.uint8).data)
+
+        self._table.add(
+            Region(start, array.nbytes, buffer, pinned=False, writable=bool(array.flags.writeable))
+        )
+        return start
+
+    def register_bytes(self, data: bytes | bytearray) -> int:
+        """Register a bytes-like object, kept alive by the runtime."""
+        array = np.frombuffer(data, dtype=np.uint8)
+        start = int(array.ctypes.data) if array.size else 0
+        view = memoryview(data).cast("B")
+        keep = (data, view)
+        self._table.add(
+            Region(
+                start,
+                len(data),
+                lambda: keep[1],
+                pinned=False,
+                writable=isinstance(data, bytearray),
+            )
+        )
+        return start
+
+    def find(self, address: int) -> Region | None:
+        return self._table.find(address)
+
+    def clear(self) -> None:
+        self._table = _RegionTable()
+        self._owned.clear()

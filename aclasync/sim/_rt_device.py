@@ -1,0 +1,177 @@
+"""``acl.rt`` device and context calls."""
+
+from __future__ import annotations
+
+from ._calls import CallGroup
+from ._core import RC, check_ints, timeout_deadline, wait_for_tasks
+from ._device import forget_context
+from ._objects import Context
+
+__all__ = ["DeviceCalls"]
+
+_MEM_ATTR_MAX = 17
+
+
+class DeviceCalls(CallGroup):
+    """Devices, contexts, device-wide sync, saturation mode and memory info."""
+
+    def set_device(self, device_id: int, /) -> int:
+        check_ints("set_device", device_id)
+        core = self._core
+        device = core.device(device_id)
+        if device is None:
+            return RC.INVALID_DEVICEID
+        with core.lock:
+            ctx = device.activate()
+            core.objects[ctx.handle] = ctx
+            device.refcount += 1
+        core.context = ctx
+        return RC.OK
+
+    def reset_device(self, device_id: int, /) -> int:
+        return self._reset(device_id, force=False)
+
+    def reset_device_force(self, device_id: int, /) -> int:
+        return self._reset(device_id, force=True)
+
+    def _reset(self, device_id: int, *, force: bool) -> int:
+        check_ints("reset_device_force" if force else "reset_device", device_id)
+        core = self._core
+        device = core.device(device_id)
+        if device is None:
+            return RC.INVALID_DEVICEID
+        with core.lock:
+            if device.refcount == 0:
+                return RC.PARAM_INVALID
+            device.refcount = 0 if force else device.refcount - 1
+            if device.refcount:
+                return RC.OK
+        self._release_device(device)
+        return RC.OK
+
+    def get_device(self) -> tuple[int, int]:
+        ctx = self._core.context
+        if ctx is None:
+            return 0, RC.CONTEXT_NULL
+        return ctx.device.id, RC.OK
+
+    def get_device_count(self) -> tuple[int, int]:
+        return len(self._core.devices), RC.OK
+
+    def get_run_mode(self) -> tuple[int, int]:
+        return self._core.profile.run_mode, RC.OK
+
+    def synchronize_device(self) -> int:
+        return self._sync_device(-1)
+
+    def synchronize_device_with_timeout(self, timeout: int, /) -> int:
+        check_ints("synchronize_device_with_timeout", timeout)
+        if timeout < -1:
+            return RC.PARAM_INVALID
+        return self._sync_device(timeout)
+
+    def _sync_device(self, timeout_ms: int) -> int:
+        core = self._core
+        ctx = core.context
+        if ctx is None:
+            return RC.CONTEXT_NULL
+        device = ctx.device
+        with core.lock:
+            tails = device.pending_tails()
+        if tails and timeout_ms == 0:
+            return RC.STREAM_SYNC_TIMEOUT
+        latency = core.profile.notify_latency_us / 1e6
+        if not wait_for_tasks(core, tails, timeout_deadline(timeout_ms), latency_s=latency):
+            return RC.STREAM_SYNC_TIMEOUT
+        with core.lock:
+            return device.take_error()
+
+    def set_device_sat_mode(self, mode: int, /) -> int:
+        check_ints("set_device_sat_mode", mode)
+        ctx = self._core.context
+        if ctx is None:
+            return RC.CONTEXT_NULL
+        if mode not in (0, 1):
+            return RC.INVALID_PARAM
+        ctx.device.sat_mode = mode
+        return RC.OK
+
+    def get_device_sat_mode(self) -> tuple[int, int]:
+        ctx = self._core.context
+        if ctx is None:
+            return 0, RC.CONTEXT_NULL
+        return ctx.device.sat_mode, RC.OK
+
+    def get_mem_info(self, attr: int, /) -> tuple[int, int, int]:
+        check_ints("get_mem_info", attr)
+        ctx = self._core.context
+        if ctx is None:
+            return 0, 0, RC.CONTEXT_NULL
+        if not 0 <= attr <= _MEM_ATTR_MAX:
+            return 0, 0, RC.INVALID_PARAM
+        memory = ctx.device.memory
+        return memory.capacity - memory.used, memory.capacity, RC.OK
+
+    # -- contexts --------------------------------------------------------------------
+
+    def create_context(self, device_id: int, /) -> tuple[int, int]:
+        check_ints("create_context", device_id)
+        core = self._core
+        device = core.device(device_id)
+        if device is None:
+            return 0, RC.INVALID_DEVICEID
+        with core.lock:
+            default = device.activate()
+            core.objects[default.handle] = default
+            if device.streams_used >= device.profile.stream_limit:
+                return 0, RC.NO_STREAM_RESOURCE
+            ctx = Context(core.new_handle(), device, is_default=False)
+            device.contexts[ctx.handle] = ctx
+            device.streams_used += 1
+            core.objects[ctx.handle] = ctx
+        core.context = ctx
+        return ctx.handle, RC.OK
+
+    def destroy_context(self, context: int, /) -> int:
+        check_ints("destroy_context", context)
+        if context == 0:
+            return RC.INVALID_PARAM
+        core = self._core
+        ctx = core.lookup(context, Context)
+        if ctx is None or ctx.is_default:
+            return RC.PARAM_INVALID
+        wait_for_tasks(core, [s.tail for s in ctx.all_streams() if s.tail is not None], None)
+        device = ctx.device
+        with core.lock:
+            if not ctx.alive:
+                return RC.PARAM_INVALID
+            for stream in ctx.all_streams():
+                core.reports.forget_stream_locked(stream)
+                if stream.fast_launch:
+                    device.memory.used -= device.profile.fast_launch_reserved_bytes
+            for handle in (ctx.handle, *ctx.streams, *ctx.events):
+                core.objects.pop(handle, None)
+            device.streams_used -= 1 + len(ctx.streams)
+            device.events_used -= sum(e.hardware for e in ctx.events.values())
+            forget_context(ctx)
+            del device.contexts[ctx.handle]
+            orphaned = device.refcount == 0 and not device.contexts
+        if orphaned:
+            self._release_device(device)
+        return RC.OK
+
+    def set_context(self, context: int, /) -> int:
+        check_ints("set_context", context)
+        if context == 0:
+            return RC.INVALID_PARAM
+        ctx = self._core.lookup(context, Context)
+        if ctx is None:
+            return RC.PARAM_INVALID
+        self._core.context = ctx
+        return RC.OK
+
+    def get_context(self) -> tuple[int, int]:
+        ctx = self._core.context
+        if ctx is None:
+            return 0, RC.CONTEXT_NULL
+        return ctx.handle, RC.OK

@@ -1,0 +1,169 @@
+"""``acl.rt`` memory calls: device and host allocation, copies and fills."""
+
+from __future__ import annotations
+
+import time
+
+from ._calls import CallGroup
+from ._core import RC, check_ints, wait_for_tasks
+from ._memory import Region
+from ._objects import SimStream, Task
+
+__all__ = ["MemoryCalls"]
+
+_MEMCPY_KIND_MAX = 7
+
+
+class MemoryCalls(CallGroup):
+    """malloc/free, malloc_host/free_host, memcpy(_async), memset(_async)."""
+
+    def malloc(self, size: int, policy: int, /) -> tuple[int, int]:
+        check_ints("malloc", size, policy)
+        ctx = self._core.context
+        if ctx is None:
+            return 0, RC.CONTEXT_NULL
+        if size <= 0:
+            return 0, RC.INVALID_PARAM
+        with self._core.lock:
+            address = ctx.device.memory.allocate(size)
+        if address is None:
+            return 0, RC.MEMORY_ALLOCATION
+        return address, RC.OK
+
+    def free(self, dev_ptr: int, /) -> int:
+        check_ints("free", dev_ptr)
+        if dev_ptr == 0:
+            return RC.INVALID_PARAM
+        if self._core.context is None:
+            return RC.CONTEXT_NULL
+        with self._core.lock:
+            for device in self._core.devices:
+                if device.memory.contains(dev_ptr):
+                    return RC.OK if device.memory.release(dev_ptr) else RC.MEMORY_FREE
+        return RC.MEMORY_FREE
+
+    def malloc_host(self, size: int, /) -> tuple[int, int]:
+        check_ints("malloc_host", size)
+        if size <= 0:
+            return 0, RC.INVALID_PARAM
+        with self._core.lock:
+            return self._core.host.allocate(size), RC.OK
+
+    def free_host(self, host_ptr: int, /) -> int:
+        check_ints("free_host", host_ptr)
+        if host_ptr == 0:
+            return RC.INVALID_PARAM
+        with self._core.lock:
+            return RC.OK if self._core.host.release(host_ptr) else RC.MEMORY_FREE
+
+    def memcpy(self, dst: int, dst_max: int, src: int, count: int, kind: int, /) -> int:
+        check_ints("memcpy", dst, dst_max, src, count, kind)
+        plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
+        if plan is None:
+            return ret
+        target, source, seconds, _ = plan
+        target[:] = source
+        if seconds > 0:
+            time.sleep(seconds)
+        return RC.OK
+
+    def memcpy_async(
+        self, dst: int, dst_max: int, src: int, count: int, kind: int, stream: int, /
+    ) -> int:
+        check_ints("memcpy_async", dst, dst_max, src, count, kind, stream)
+        _, found, ret = self._resolve_stream(stream)
+        if found is None:
+            return ret
+        plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
+        if plan is None:
+            return ret
+        target, source, seconds, pinned = plan
+
+        def copy(_: Task) -> None:
+            target[:] = source
+
+        return self._queue(found, Task(found, duration=seconds, action=copy), wait=not pinned)
+
+    def memset(self, dev_ptr: int, max_count: int, value: int, count: int, /) -> int:
+        check_ints("memset", dev_ptr, max_count, value, count)
+        target, ret = self._plan_fill(dev_ptr, max_count, count)
+        if target is None:
+            return ret
+        target[:] = bytes([value & 0xFF]) * count
+        return RC.OK
+
+    def memset_async(
+        self, dev_ptr: int, max_count: int, value: int, count: int, stream: int, /
+    ) -> int:
+        check_ints("memset_async", dev_ptr, max_count, value, count, stream)
+        _, found, ret = self._resolve_stream(stream)
+        if found is None:
+            return ret
+        target, ret = self._plan_fill(dev_ptr, max_count, count)
+        if target is None:
+            return ret
+        fill = bytes([value & 0xFF]) * count
+
+        def write(_: Task) -> None:
+            target[:] = fill
+
+        return self._queue(found, Task(found, action=write), wait=False)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _queue(self, stream: SimStream, task: Task, *, wait: bool) -> int:
+        ret = self._submit(stream, task)
+        if ret == RC.OK and wait:
+            wait_for_tasks(self._core, [task], None)
+        return ret
+
+    def _plan_copy(
+        self, dst: int, dst_max: int, src: int, count: int, kind: int
+    ) -> tuple[tuple[memoryview, memoryview, float, bool] | None, int]:
+        """Validate a copy; return (target view, source view, seconds, pinned) or a code."""
+        if self._core.context is None:
+            return None, RC.CONTEXT_NULL
+        if count == 0 and dst_max >= 0:
+            empty = memoryview(b"")
+            return (empty, empty, 0.0, True), RC.OK
+        if dst == 0 or src == 0 or count < 0 or not 0 <= kind <= _MEMCPY_KIND_MAX:
+            return None, RC.INVALID_PARAM
+        if count > dst_max:
+            return None, RC.INVALID_PARAM
+        dst_region, dst_on_device = self._core.host_or_device_region(dst)
+        src_region, src_on_device = self._core.host_or_device_region(src)
+        target = _view(dst_region, dst, count, write=True)
+        source = _view(src_region, src, count, write=False)
+        if target is None or source is None:
+            return None, RC.PARAM_INVALID
+        profile = self._core.profile
+        if dst_on_device and src_on_device:
+            gbps = profile.d2d_gbps
+        elif dst_on_device:
+            gbps = profile.h2d_gbps
+        elif src_on_device:
+            gbps = profile.d2h_gbps
+        else:
+            gbps = 0.0
+        seconds = count / (gbps * 1e9) if gbps else 0.0
+        assert dst_region is not None
+        assert src_region is not None
+        pinned = dst_region.pinned and src_region.pinned
+        return (target, source, seconds, pinned), RC.OK
+
+    def _plan_fill(self, address: int, max_count: int, count: int) -> tuple[memoryview | None, int]:
+        if self._core.context is None:
+            return None, RC.CONTEXT_NULL
+        if address == 0 or count < 0 or count > max_count:
+            return None, RC.INVALID_PARAM
+        region, _ = self._core.host_or_device_region(address)
+        target = _view(region, address, count, write=True)
+        if target is None:
+            return None, RC.PARAM_INVALID
+        return target, RC.OK
+
+
+def _view(region: Region | None, address: int, count: int, *, write: bool) -> memoryview | None:
+    if region is None or (write and not region.writable):
+        return None
+    return region.view(address, count)

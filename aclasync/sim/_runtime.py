@@ -1,0 +1,95 @@
+"""The simulated runtime object: ``acl`` with its ``rt``, ``util`` and ``sim`` namespaces."""
+
+from __future__ import annotations
+
+from ._calls import CallGroup
+from ._core import RC, Core, check_ints
+from ._kernel import Kernel
+from ._objects import Task
+from ._profiles import SocProfile
+from ._rt_callback import CallbackCalls
+from ._rt_device import DeviceCalls
+from ._rt_event import EventCalls
+from ._rt_memory import MemoryCalls
+from ._rt_stream import StreamCalls
+from ._util import Util
+
+__all__ = ["Rt", "SimAcl", "SimExtension"]
+
+
+class Rt(DeviceCalls, StreamCalls, EventCalls, MemoryCalls, CallbackCalls):
+    """The ``acl.rt`` namespace of a simulated runtime."""
+
+
+class SimExtension(CallGroup):
+    """``acl.sim``: what only the simulator has."""
+
+    @property
+    def profile(self) -> SocProfile:
+        """The SoC profile (limits, features and model parameters) in use."""
+        return self._core.profile
+
+    def launch_kernel(self, kernel: Kernel, stream: int, /) -> int:
+        """Queue *kernel* on *stream*; returns ``ret`` like every pyACL launch."""
+        if not isinstance(kernel, Kernel):
+            raise TypeError(
+                f"launch_kernel: expected aclasync.sim.Kernel, not {type(kernel).__name__}"
+            )
+        check_ints("launch_kernel", stream)
+        _, found, ret = self._resolve_stream(stream)
+        if found is None:
+            return ret
+        task = Task(
+            found,
+            duration=kernel.duration_us / 1e6,
+            fn=kernel.fn,
+            overflow=kernel.overflow and found.overflow_switch == 1,
+            error=kernel.error,
+        )
+        return self._submit(found, task)
+
+    def close(self) -> None:
+        """Release every active device (waiting for its work) and join all threads.
+
+        Idempotent. The runtime stays usable: ``set_device`` starts a device again.
+        """
+        for device in self._core.devices:
+            if device.active:
+                self._release_device(device)
+
+
+class SimAcl:
+    """A simulated pyACL runtime: use it where you would use ``import acl``."""
+
+    def __init__(self, *, device_count: int, profile: SocProfile) -> None:
+        core = Core(device_count, profile)
+        self._core = core
+        self.rt = Rt(core)
+        self.util = Util(core)
+        self.sim = SimExtension(core)
+
+    def __repr__(self) -> str:
+        return (
+            f"<aclasync.sim runtime soc={self._core.profile.name!r} "
+            f"devices={len(self._core.devices)}>"
+        )
+
+    def init(self, config_path: str = "", /) -> int:
+        """Initialise (ref-counted): a repeat call returns 100002 and still counts."""
+        if not isinstance(config_path, str):
+            raise TypeError(f"init: argument 1 must be str, not {type(config_path).__name__}")
+        with self._core.lock:
+            self._core.init_count += 1
+            return RC.OK if self._core.init_count == 1 else RC.REPEAT_INITIALIZE
+
+    def finalize(self) -> int:
+        """Clear the init count at once; 100037 if not initialised."""
+        with self._core.lock:
+            if self._core.init_count == 0:
+                return RC.REPEAT_FINALIZE
+            self._core.init_count = 0
+            return RC.OK
+
+    def get_soc_name(self) -> str | None:
+        """The SoC name of the profile (device 0's, as the real call reports)."""
+        return self._core.profile.name
