@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._objects import SimStream, Task
+from ._rc import RC
 
 __all__ = ["ReportHub"]
 
@@ -18,9 +19,9 @@ _log = logging.getLogger("aclasync.sim")
 #: Most threads a process may subscribe (facts file, callbacks).
 MAX_SUBSCRIBED_THREADS = 1024
 
-_STREAM_SUBSCRIBE = 107011
-_THREAD_SUBSCRIBE = 107012
-_REPORT_TIMEOUT = 507012
+_STREAM_SUBSCRIBE = RC.STREAM_SUBSCRIBE
+_THREAD_SUBSCRIBE = RC.THREAD_SUBSCRIBE
+_REPORT_TIMEOUT = RC.REPORT_TIMEOUT
 
 _Report = tuple[Callable[[Any], Any], Any, Task]
 

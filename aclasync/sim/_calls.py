@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
-from ._core import RC, Core, timeout_deadline, wait_for_tasks
+from ._core import Core, timeout_deadline, wait_for_tasks
 from ._device import SimDevice
 from ._objects import Context, SimStream, Task
+from ._rc import RC
 
 __all__ = ["CallGroup"]
 

@@ -9,14 +9,13 @@ import time
 from collections.abc import Iterable
 from typing import TypeVar
 
-from .._codes import ErrorCode
 from ._callbacks import ReportHub
 from ._device import SimDevice
 from ._memory import HostMemory, Region
 from ._objects import Context, SimEvent, SimStream, Task
 from ._profiles import SocProfile
 
-__all__ = ["RC", "Core", "check_ints", "timeout_deadline", "wait_for_tasks"]
+__all__ = ["Core", "check_ints", "timeout_deadline", "wait_for_tasks"]
 
 _HANDLE_BASE = 0x5A00_0000_0000
 _T = TypeVar("_T")
@@ -164,31 +163,3 @@ def _block(core: Core, task: Task, deadline: float | None) -> bool:
         if task.waiters is not None:
             task.waiters.remove(waiter)
     return False
-
-
-class RC:
-    """The return codes the simulator uses, as the plain ints pyACL returns."""
-
-    OK = 0
-    INVALID_PARAM = int(ErrorCode.ACL_ERROR_INVALID_PARAM)
-    REPEAT_INITIALIZE = int(ErrorCode.ACL_ERROR_REPEAT_INITIALIZE)
-    REPEAT_FINALIZE = int(ErrorCode.ACL_ERROR_REPEAT_FINALIZE)
-    PARAM_INVALID = int(ErrorCode.ACL_ERROR_RT_PARAM_INVALID)
-    INVALID_DEVICEID = int(ErrorCode.ACL_ERROR_RT_INVALID_DEVICEID)
-    CONTEXT_NULL = int(ErrorCode.ACL_ERROR_RT_CONTEXT_NULL)
-    STREAM_CONTEXT = int(ErrorCode.ACL_ERROR_RT_STREAM_CONTEXT)
-    EVENT_TIMESTAMP_INVALID = int(ErrorCode.ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID)
-    EVENT_TIMESTAMP_REVERSAL = int(ErrorCode.ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL)
-    STREAM_SUBSCRIBE = int(ErrorCode.ACL_ERROR_RT_STREAM_SUBSCRIBE)
-    THREAD_SUBSCRIBE = int(ErrorCode.ACL_ERROR_RT_THREAD_SUBSCRIBE)
-    STREAM_NO_CB_REG = int(ErrorCode.ACL_ERROR_RT_STREAM_NO_CB_REG)
-    STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
-    FEATURE_NOT_SUPPORT = int(ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
-    MEMORY_ALLOCATION = int(ErrorCode.ACL_ERROR_RT_MEMORY_ALLOCATION)
-    MEMORY_FREE = int(ErrorCode.ACL_ERROR_RT_MEMORY_FREE)
-    NO_EVENT_RESOURCE = int(ErrorCode.ACL_ERROR_RT_NO_EVENT_RESOURCE)
-    NO_STREAM_RESOURCE = int(ErrorCode.ACL_ERROR_RT_NO_STREAM_RESOURCE)
-    INTERNAL_ERROR = int(ErrorCode.ACL_ERROR_RT_INTERNAL_ERROR)
-    REPORT_TIMEOUT = int(ErrorCode.ACL_ERROR_RT_REPORT_TIMEOUT)
-    STREAM_SYNC_TIMEOUT = int(ErrorCode.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
-    EVENT_SYNC_TIMEOUT = int(ErrorCode.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT)

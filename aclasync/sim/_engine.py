@@ -17,13 +17,11 @@ from collections import deque
 from collections.abc import Callable
 
 from ._objects import SimStream, Task
+from ._rc import RC
 
 __all__ = ["Engine"]
 
 _log = logging.getLogger("aclasync.sim")
-
-#: Code a kernel fails with when its body raises.
-_AICORE_EXCEPTION = 507015
 
 
 class Engine:
@@ -180,6 +178,6 @@ class Engine:
                 fn()
             except BaseException:  # a kernel body must never take the device down
                 _log.exception("kernel body raised on simulated device %d", self.device_id)
-                task.error = task.error or _AICORE_EXCEPTION
+                task.error = task.error or RC.AICORE_EXCEPTION
             with self._lock:
                 self._satisfy_locked(task, time.monotonic())

@@ -6,6 +6,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ._rc import RC
+
 if TYPE_CHECKING:
     import _thread
 
@@ -134,7 +136,7 @@ class SimStream:
         if code:
             self.pending_error = 0
             return code
-        return 107023 if self.aborted else 0
+        return RC.STREAM_ABORT if self.aborted else 0
 
 
 class SimEvent:

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ._calls import CallGroup
-from ._core import RC, check_ints
+from ._core import check_ints
 from ._objects import Task
+from ._rc import RC
 
 __all__ = ["CallbackCalls"]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 from ._calls import CallGroup
-from ._core import RC, check_ints, wait_for_tasks
+from ._core import check_ints, wait_for_tasks
 from ._memory import Region
 from ._objects import SimStream, Task
+from ._rc import RC
 
 __all__ = ["MemoryCalls"]
 

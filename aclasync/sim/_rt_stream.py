@@ -6,8 +6,9 @@ import struct
 import time
 
 from ._calls import CallGroup
-from ._core import RC, check_ints, wait_for_tasks
+from ._core import check_ints, wait_for_tasks
 from ._objects import SimStream, Task
+from ._rc import RC
 
 __all__ = ["StreamCalls"]
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ._calls import CallGroup
-from ._core import RC, Core, check_ints
+from ._core import Core, check_ints
 from ._kernel import Kernel
 from ._objects import Task
 from ._profiles import SocProfile
+from ._rc import RC
 from ._rt_callback import CallbackCalls
 from ._rt_device import DeviceCalls
 from ._rt_event import EventCalls

@@ -1,0 +1,77 @@
+"""Choosing the pyACL-shaped backend a device runs on."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from ._errors import BackendUnavailableError
+
+__all__ = ["ENV_VAR", "resolve_backend"]
+
+ENV_VAR = "ACLASYNC_BACKEND"
+
+#: Calls the front end makes; a backend object must provide them under ``.rt``.
+_REQUIRED_RT = (
+    "set_device",
+    "reset_device",
+    "create_stream_with_config",
+    "destroy_stream",
+    "destroy_stream_force",
+    "synchronize_stream",
+    "stream_query",
+    "create_event",
+    "record_event",
+    "query_event_status",
+    "synchronize_event_with_timeout",
+    "destroy_event",
+)
+
+
+def resolve_backend(backend: object) -> tuple[Any, str]:
+    """Return ``(acl_module_like, backend_name)`` for an ``open_device(backend=...)`` value."""
+    if backend is None:
+        choice = os.environ.get(ENV_VAR, "").strip()
+        if choice:
+            if choice not in ("sim", "native"):
+                raise ValueError(f"{ENV_VAR}={choice!r}: expected 'sim' or 'native'")
+            return resolve_backend(choice)
+        try:
+            return _native(), "native"
+        except BackendUnavailableError as exc:
+            raise BackendUnavailableError(
+                f"no backend chosen and {exc}. Pass backend='sim' to use the simulator, "
+                f"or set {ENV_VAR}=sim (or native)."
+            ) from exc.__cause__
+    if backend == "sim":
+        from .sim import acl
+
+        return acl, "sim"
+    if backend == "native":
+        try:
+            return _native(), "native"
+        except BackendUnavailableError as exc:
+            raise BackendUnavailableError(
+                f"backend='native' needs CANN: {exc}. Use backend='sim' (or "
+                f"{ENV_VAR}=sim) to run on the simulator."
+            ) from exc.__cause__
+    if isinstance(backend, str):
+        raise ValueError(f"unknown backend {backend!r}; expected 'sim', 'native' or None")
+    rt = getattr(backend, "rt", None)
+    missing = [name for name in _REQUIRED_RT if not callable(getattr(rt, name, None))]
+    if missing:
+        raise TypeError(
+            f"backend {type(backend).__name__!r} does not look like pyACL: "
+            f"missing acl.rt.{', acl.rt.'.join(missing)}"
+        )
+    return backend, type(backend).__name__
+
+
+def _native() -> Any:
+    try:
+        return importlib.import_module("acl")
+    except ImportError as exc:
+        error = BackendUnavailableError(f"`import acl` failed ({exc})")
+        error.__cause__ = exc
+        raise error from exc
