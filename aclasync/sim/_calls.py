@@ -90,7 +90,9 @@ class CallGroup:
                     core.objects.pop(ctx.handle, None)
                     for handle in (*ctx.streams, *ctx.events):
                         core.objects.pop(handle, None)
-                engine = device.deactivate()
+                engine, cores = device.deactivate()
                 break
         if engine is not None:
             engine.stop()
+        for thread in cores:
+            thread.join()

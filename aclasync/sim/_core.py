@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from ._callbacks import ReportHub
+from ._cores import CorePool
 from ._device import SimDevice
 from ._memory import HostMemory, Region
 from ._objects import Context, SimEvent, SimStream, Task
@@ -28,8 +29,10 @@ class Core:
         self.lock = threading.Lock()
         self.profile = profile
         self._handles = itertools.count(1)
+        self.cores = CorePool(profile.core_threads, self.lock)
         self.devices = [
-            SimDevice(i, profile, self.lock, self.new_handle) for i in range(device_count)
+            SimDevice(i, profile, self.lock, self.cores, self.new_handle)
+            for i in range(device_count)
         ]
         self.objects: dict[int, object] = {}
         self.init_count = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from ._cores import CorePool
 from ._engine import Engine
 from ._memory import DeviceMemory
 from ._objects import Context, SimEvent, SimStream, Task
@@ -21,11 +22,13 @@ class SimDevice:
         device_id: int,
         profile: SocProfile,
         lock: threading.Lock,
+        cores: CorePool,
         new_handle: Callable[[], int],
     ) -> None:
         self.id = device_id
         self.profile = profile
         self._lock = lock
+        self._cores = cores
         self._new_handle = new_handle
         self.refcount = 0
         self.sat_mode = profile.default_sat_mode
@@ -48,8 +51,9 @@ class SimDevice:
             self.sat_mode = self.profile.default_sat_mode
             self.memory = DeviceMemory(self.id, self.profile.memory_bytes)
             self.default_context = Context(self._new_handle(), self, is_default=True)
-            self.engine = Engine(self.id, self._lock, self._on_failure)
+            self.engine = Engine(self.id, self._lock, self._cores, self._on_failure)
             self.engine.start()
+            self._cores.acquire_locked()
         return self.default_context
 
     def all_contexts(self) -> list[Context]:
@@ -72,8 +76,12 @@ class SimDevice:
             code = code or found
         return code
 
-    def deactivate(self) -> Engine | None:
-        """Destroy every context, stream and event; return the engine to stop and join."""
+    def deactivate(self) -> tuple[Engine | None, list[threading.Thread]]:
+        """Destroy every context, stream and event.
+
+        Returns the engine to stop and the core threads to join (the last device's).
+        """
+        cores = self._cores.release_locked() if self.engine is not None else []
         for ctx in self.all_contexts():
             forget_context(ctx)
         self.default_context = None
@@ -83,7 +91,7 @@ class SimDevice:
         self.streams_used = 0
         self.events_used = 0
         engine, self.engine = self.engine, None
-        return engine
+        return engine, cores
 
     def submit(self, task: Task) -> None:
         assert self.engine is not None

@@ -1,4 +1,4 @@
-"""The timeline of one simulated device: a scheduler thread and a core thread.
+"""The timeline of one simulated device: its scheduler thread.
 
 All state is guarded by the runtime's single lock; the scheduler waits on a condition
 built on it, so no lock ordering can go wrong. Methods named ``*_locked`` expect the
@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import logging
-import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 
+from ._cores import CorePool
 from ._objects import SimStream, Task
-from ._rc import RC
 
 __all__ = ["Engine"]
-
-_log = logging.getLogger("aclasync.sim")
 
 
 class Engine:
@@ -31,6 +27,7 @@ class Engine:
         self,
         device_id: int,
         lock: threading.Lock,
+        cores: CorePool,
         on_failure: Callable[[Task], None],
     ) -> None:
         self.device_id = device_id
@@ -40,33 +37,27 @@ class Engine:
         self._ready: deque[SimStream] = deque()
         self._timers: list[tuple[float, int, Task]] = []
         self._tiebreak = itertools.count()
-        self._core_queue: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+        self._cores = cores
         self._stopping = False
         self._waiting = False
-        prefix = f"aclasync-sim-dev{device_id}"
-        self._threads = [
-            threading.Thread(target=self._schedule, name=f"{prefix}-scheduler", daemon=True),
-            threading.Thread(target=self._run_core, name=f"{prefix}-core", daemon=True),
-        ]
+        self._thread = threading.Thread(
+            target=self._schedule, name=f"aclasync-sim-dev{device_id}", daemon=True
+        )
 
     @property
-    def threads(self) -> tuple[threading.Thread, ...]:
-        return tuple(self._threads)
+    def thread(self) -> threading.Thread:
+        return self._thread
 
     def start(self) -> None:
-        for thread in self._threads:
-            thread.start()
+        self._thread.start()
 
     def stop(self) -> None:
-        """Stop both threads and join them. Call without holding the lock."""
+        """Stop the scheduler and join it. Call without holding the lock."""
         with self._lock:
             self._stopping = True
             self._wake.notify()
-        self._core_queue.put(None)
-        current = threading.current_thread()
-        for thread in self._threads:
-            if thread is not current:
-                thread.join()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
 
     # -- called with the lock held ---------------------------------------------------
 
@@ -134,7 +125,7 @@ class Engine:
                 heapq.heappush(self._timers, (now + task.duration, next(self._tiebreak), task))
             if task.fn is not None:
                 pending += 1
-                self._core_queue.put(task)
+                self._cores.submit(task, self._body_done_locked)
             if task.hold:
                 pending += 1
             task.pending = pending
@@ -168,16 +159,5 @@ class Engine:
         if self._ready and self._waiting:
             self._wake.notify()
 
-    # -- core thread -----------------------------------------------------------------
-
-    def _run_core(self) -> None:
-        while (task := self._core_queue.get()) is not None:
-            fn = task.fn
-            assert fn is not None
-            try:
-                fn()
-            except BaseException:  # a kernel body must never take the device down
-                _log.exception("kernel body raised on simulated device %d", self.device_id)
-                task.error = task.error or RC.AICORE_EXCEPTION
-            with self._lock:
-                self._satisfy_locked(task, time.monotonic())
+    def _body_done_locked(self, task: Task) -> None:
+        self._satisfy_locked(task, time.monotonic())

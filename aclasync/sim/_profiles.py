@@ -54,6 +54,8 @@ class SocProfile:
     fast_launch_setup_us: float = 300.0
     #: Device memory a FAST_LAUNCH stream reserves while it exists.
     fast_launch_reserved_bytes: int = 2 * _MiB
+    #: Threads running kernel bodies, shared by all devices of a runtime.
+    core_threads: int = 2
     #: Copy bandwidths that give copy tasks their duration.
     h2d_gbps: float = 25.0
     d2h_gbps: float = 25.0
@@ -64,6 +66,8 @@ class SocProfile:
             value = getattr(self, field.name)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
                 raise ValueError(f"SocProfile.{field.name} must be >= 0, got {value!r}")
+        if self.core_threads < 1:
+            raise ValueError("SocProfile.core_threads must be >= 1")
         if self.reserved_streams > self.stream_limit:
             raise ValueError("SocProfile.reserved_streams cannot exceed stream_limit")
         for name in ("h2d_gbps", "d2h_gbps", "d2d_gbps"):
