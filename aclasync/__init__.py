@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from ._buffers import DeviceBuffer as DeviceBuffer
+from ._buffers import HostBuffer as HostBuffer
 from ._codes import ErrorCode as ErrorCode
 from ._constants import EventFlag as EventFlag
 from ._constants import FailureMode as FailureMode
@@ -41,10 +43,12 @@ __all__ = [
     "BackendUnavailableError",
     "Device",
     "DeviceBrokenError",
+    "DeviceBuffer",
     "ErrorCode",
     "Event",
     "EventFlag",
     "FailureMode",
+    "HostBuffer",
     "MemcpyKind",
     "Stream",
     "StreamCreation",

@@ -10,6 +10,7 @@ import anyio
 import anyio.lowlevel
 
 from ._backend import resolve_backend
+from ._buffers import DeviceBuffer, HostBuffer
 from ._constants import StreamFlag
 from ._errors import AclError, raise_for_status
 from ._event import Event
@@ -22,6 +23,7 @@ from ._worker import DeviceWorker, Lane, WorkerOptions
 __all__ = ["Device", "StreamCreation", "open_device"]
 
 _T = TypeVar("_T")
+_B = TypeVar("_B", DeviceBuffer, HostBuffer)
 
 
 class Device(metaclass=NoPublicConstructor):
@@ -35,6 +37,7 @@ class Device(metaclass=NoPublicConstructor):
         self._closed = False
         self._streams: set[Stream] = set()
         self._events: set[Event] = set()
+        self._buffers: set[DeviceBuffer | HostBuffer] = set()
         self._default_stream = Stream._create(self, 0, 0, 0)
 
     def __repr__(self) -> str:
@@ -81,6 +84,46 @@ class Device(metaclass=NoPublicConstructor):
         if flags < 0:
             raise ValueError(f"flags must be >= 0, got {flags}")
         return StreamCreation(self, int(flags), priority)
+
+    async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn(*args)`` on the device's worker thread and return its result as is.
+
+        For pyACL calls aclasync does not wrap: they run in order with everything else
+        queued for the device, on the thread that owns its context. The worker is busy
+        meanwhile, so keep such calls short. Cancellation abandons the wait only.
+        """
+        if not callable(fn):
+            raise TypeError(f"call() needs a callable, got {type(fn).__name__}")
+        return await self._roundtrip(lambda: fn(*args))
+
+    async def alloc(self, nbytes: int) -> DeviceBuffer:
+        """Allocate device memory (``acl.rt.malloc``); freed by ``aclose`` or device close."""
+        return await self._allocate(DeviceBuffer, nbytes)
+
+    async def alloc_host(self, nbytes: int) -> HostBuffer:
+        """Allocate pinned host memory (``acl.rt.malloc_host``) for asynchronous copies."""
+        return await self._allocate(HostBuffer, nbytes)
+
+    async def _allocate(self, kind: type[_B], nbytes: int) -> _B:
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+            raise TypeError(f"nbytes must be an int, got {type(nbytes).__name__}")
+        if nbytes <= 0:
+            raise ValueError(f"nbytes must be > 0, got {nbytes}")
+        rt = self._acl.rt
+        host = kind is HostBuffer
+        api = "acl.rt.malloc_host" if host else "acl.rt.malloc"
+
+        def allocate() -> tuple[int, int]:
+            result = rt.malloc_host(nbytes) if host else rt.malloc(nbytes, 0)
+            return int(result[0]), int(result[-1])
+
+        with anyio.CancelScope(shield=True):
+            ptr, ret = await self._roundtrip(allocate)
+            raise_for_status(ret, api, device=self._id)
+            buffer = kind._create(self, ptr, nbytes)
+            self._buffers.add(buffer)
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        return buffer
 
     async def synchronize(self, timeout: float | None = None) -> None:
         """Wait for the work queued so far on all of this device's streams.
@@ -211,6 +254,11 @@ class Device(metaclass=NoPublicConstructor):
             first = first if first[0] or not ret else (ret, "acl.rt.destroy_stream")
         if self._default_stream._overflow_buffer:
             rt.free(self._default_stream._overflow_buffer)
+        for buffer in self._buffers:
+            free = rt.free_host if isinstance(buffer, HostBuffer) else rt.free
+            ret = free(buffer._ptr)
+            first = first if first[0] or not ret else (ret, f"acl.rt.{buffer._free_api}")
+        self._buffers.clear()
         ret = rt.reset_device(self._id)
         first = first if first[0] or not ret else (ret, "acl.rt.reset_device")
         self._events.clear()

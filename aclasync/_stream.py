@@ -10,6 +10,7 @@ import anyio
 import anyio.lowlevel
 import numpy as np
 
+from ._buffers import DeviceBuffer, HostBuffer
 from ._constants import EventFlag, FailureMode, MemcpyKind, StreamFlag
 from ._errors import raise_for_status
 from ._event import Event
@@ -24,6 +25,13 @@ if TYPE_CHECKING:
 __all__ = ["Stream"]
 
 _OVERFLOW_STATUS_BYTES = 64
+#: memcpy kind by (source on device, destination on device).
+_COPY_KINDS = {
+    (False, False): int(MemcpyKind.HOST_TO_HOST),
+    (False, True): int(MemcpyKind.HOST_TO_DEVICE),
+    (True, False): int(MemcpyKind.DEVICE_TO_HOST),
+    (True, True): int(MemcpyKind.DEVICE_TO_DEVICE),
+}
 
 
 class Stream(metaclass=NoPublicConstructor):
@@ -84,6 +92,30 @@ class Stream(metaclass=NoPublicConstructor):
             raise TypeError(f"launch() needs a callable, got {type(fn).__name__}")
         self._check_open()
         self._device._worker.launch(self._lane, fn, args)
+
+    def memcpy(
+        self,
+        dst: DeviceBuffer | HostBuffer,
+        src: DeviceBuffer | HostBuffer,
+        nbytes: int | None = None,
+    ) -> None:
+        """Queue an asynchronous copy of *nbytes* (default: all of *src*) from *src* to *dst*.
+
+        Synchronous and non-blocking: queues ``acl.rt.memcpy_async`` with the direction
+        taken from the buffer kinds.
+        """
+        for name, buffer in (("dst", dst), ("src", src)):
+            if not isinstance(buffer, (DeviceBuffer, HostBuffer)):
+                raise TypeError(f"{name} must be a DeviceBuffer or HostBuffer")
+        count = src.nbytes if nbytes is None else nbytes
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"nbytes must be a non-negative int, got {nbytes!r}")
+        if count > min(src.nbytes, dst.nbytes):
+            raise ValueError(
+                f"nbytes={count} exceeds a buffer (src {src.nbytes}, dst {dst.nbytes})"
+            )
+        kind = _COPY_KINDS[isinstance(src, DeviceBuffer), isinstance(dst, DeviceBuffer)]
+        self.launch(self._device.acl.rt.memcpy_async, dst.ptr, dst.nbytes, src.ptr, count, kind)
 
     def wait_event(self, event: Event) -> None:
         """Make later work on this stream wait until *event* completes (device-side).

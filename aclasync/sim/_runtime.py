@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from ._calls import CallGroup
 from ._core import Core, check_ints
 from ._kernel import Kernel
@@ -48,6 +52,22 @@ class SimExtension(CallGroup):
             error=kernel.error,
         )
         return self._submit(found, task)
+
+    def device_array(self, dev_ptr: int, shape: int | tuple[int, ...], dtype: Any) -> Any:
+        """Return a numpy array viewing simulated device memory at *dev_ptr*.
+
+        Simulator-only, for kernel bodies (``Kernel.fn``) that compute on device
+        buffers. Raises ``ValueError`` if the range is not inside one allocation.
+        """
+        check_ints("device_array", dev_ptr)
+        kind = np.dtype(dtype)
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        count = int(np.prod(dims, dtype=np.int64)) * kind.itemsize
+        region = self._core.device_region(dev_ptr)
+        view = None if region is None else region.view(dev_ptr, count)
+        if view is None:
+            raise ValueError(f"device_array: {dev_ptr:#x} (+{count} bytes) is not device memory")
+        return np.frombuffer(view, dtype=kind).reshape(dims)
 
     def close(self) -> None:
         """Release every active device (waiting for its work) and join all threads.
