@@ -58,7 +58,9 @@ def item_input(item: int, size: int) -> np.ndarray[Any, np.dtype[np.float32]]:
 
 def weights(size: int) -> np.ndarray[Any, np.dtype[np.float32]]:
     rng = np.random.default_rng(2**31 - 1)
-    return (rng.standard_normal((size, size), dtype=np.float32) / np.sqrt(size)).astype(np.float32)
+    w = rng.standard_normal((size, size), dtype=np.float32)
+    w /= np.float32(np.sqrt(size))
+    return w
 
 
 def compute(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], out: np.ndarray[Any, Any]) -> None:
@@ -72,7 +74,7 @@ async def run_pipeline(
     items: int = 256,
     backend: object = None,
     kernel_us: float = 5000.0,
-    size: int = 128,
+    size: int = 64,
     progress: Callable[[PipelineProgress], None] | None = None,
 ) -> dict[str, Any]:
     """Run the pipeline over *devices* devices and return its figures.
@@ -94,9 +96,8 @@ async def run_pipeline(
         async with anyio.create_task_group() as tg:
             for device_id in range(devices):
                 share = list(range(device_id, items, devices))
-                tg.start_soon(
-                    _drive_device, device_id, share, backend, w, kernel_us, state, progress
-                )
+                pipeline = _DevicePipeline(device_id, share, backend, w, kernel_us, state, progress)
+                tg.start_soon(pipeline.run)
     finally:
         if own_runtime:
             backend.sim.close()  # type: ignore[attr-defined]
@@ -124,90 +125,97 @@ async def run_pipeline(
     }
 
 
-async def _drive_device(
-    device_id: int,
-    share: list[int],
-    backend: object,
-    w: np.ndarray[Any, Any],
-    kernel_us: float,
-    state: PipelineProgress,
-    progress: Callable[[PipelineProgress], None] | None,
-) -> None:
-    if not share:
-        return
-    size = w.shape[0]
-    nbytes = size * size * 4
-    async with open_device(device_id, backend=backend) as dev:
-        if not hasattr(dev.acl, "sim"):
-            raise RuntimeError("the demo's kernels need the simulator (backend='sim')")
-        transfer = await dev.create_stream()
-        compute_stream = await dev.create_stream()
-        slots = [
-            _Slot(
-                host_in=await dev.alloc_host(nbytes),
-                host_out=await dev.alloc_host(nbytes),
-                dev_in=await dev.alloc(nbytes),
-                dev_out=await dev.alloc(nbytes),
-            )
-            for _ in range(_SLOTS)
-        ]
-        in_flight: deque[_Slot] = deque()
+@dataclasses.dataclass
+class _DevicePipeline:
+    """One device's share of the items and what it needs to process them."""
 
-        async def finish(slot: _Slot) -> None:
-            await slot.events[-1].synchronize()
-            got = slot.host_out.view(np.float32, (size, size))
-            expected = np.empty_like(got)
-            compute(item_input(slot.item, size), w, expected)
-            if not np.array_equal(got, expected):
-                state.mismatches += 1
-            for event in slot.events:
-                await event.aclose()
-            state.done += 1
-            state.per_device[device_id] += 1
-            if progress is not None:
-                progress(state)
+    device_id: int
+    share: list[int]
+    backend: object
+    w: np.ndarray[Any, Any]
+    kernel_us: float
+    state: PipelineProgress
+    progress: Callable[[PipelineProgress], None] | None
 
-        uploaded: deque[_Slot] = deque()
-        for k, item in enumerate(share):
-            slot = slots[k % _SLOTS]
-            if slot.events:
-                await finish(in_flight.popleft())
-            slot.item = item
-            slot.host_in.view(np.float32, (size, size))[...] = item_input(item, size)
-            uploaded.append(
-                await _upload_and_compute(dev, transfer, compute_stream, slot, w, kernel_us)
-            )
-            if len(uploaded) == _SLOTS or k == len(share) - 1:
+    async def run(self) -> None:
+        if not self.share:
+            return
+        size = self.w.shape[0]
+        nbytes = size * size * 4
+        async with open_device(self.device_id, backend=self.backend) as dev:
+            if not hasattr(dev.acl, "sim"):
+                raise RuntimeError("the demo's kernels need the simulator (backend='sim')")
+            transfer = await dev.create_stream()
+            compute_stream = await dev.create_stream()
+            slots = [
+                _Slot(
+                    host_in=await dev.alloc_host(nbytes),
+                    host_out=await dev.alloc_host(nbytes),
+                    dev_in=await dev.alloc(nbytes),
+                    dev_out=await dev.alloc(nbytes),
+                )
+                for _ in range(_SLOTS)
+            ]
+            # Uploads run one item ahead of downloads, so that the transfer stream never
+            # holds an upload behind a download waiting for the running kernel.
+            uploaded: deque[_Slot] = deque()
+            in_flight: deque[_Slot] = deque()
+            last = len(self.share) - 1
+            for k, item in enumerate(self.share):
+                slot = slots[k % _SLOTS]
+                if slot.events:
+                    await self._finish(in_flight.popleft())
+                slot.item = item
+                slot.host_in.view(np.float32, (size, size))[...] = item_input(item, size)
+                await self._upload_and_compute(dev, transfer, compute_stream, slot)
+                uploaded.append(slot)
+                if len(uploaded) == _SLOTS or k == last:
+                    in_flight.append(await _download(transfer, uploaded.popleft()))
+            while uploaded:
                 in_flight.append(await _download(transfer, uploaded.popleft()))
-        while uploaded:
-            in_flight.append(await _download(transfer, uploaded.popleft()))
-        while in_flight:
-            await finish(in_flight.popleft())
-        await transfer.aclose()
-        await compute_stream.aclose()
+            while in_flight:
+                await self._finish(in_flight.popleft())
+            await transfer.aclose()
+            await compute_stream.aclose()
 
+    async def _upload_and_compute(
+        self, dev: Device, transfer: Stream, compute_stream: Stream, slot: _Slot
+    ) -> None:
+        from .sim import Kernel
 
-async def _upload_and_compute(
-    dev: Device, transfer: Stream, compute_stream: Stream, slot: _Slot, w: Any, kernel_us: float
-) -> _Slot:
-    from .sim import Kernel
+        transfer.memcpy(slot.dev_in, slot.host_in)
+        uploaded = await transfer.record_event()
+        compute_stream.wait_event(uploaded)
+        w = self.w
+        size = w.shape[0]
+        acl = dev.acl
+        dev_in, dev_out = slot.dev_in.ptr, slot.dev_out.ptr
 
-    transfer.memcpy(slot.dev_in, slot.host_in)
-    uploaded = await transfer.record_event()
-    compute_stream.wait_event(uploaded)
-    size = w.shape[0]
-    acl = dev.acl
-    dev_in, dev_out = slot.dev_in.ptr, slot.dev_out.ptr
+        def body() -> None:
+            x = acl.sim.device_array(dev_in, (size, size), np.float32)
+            out = acl.sim.device_array(dev_out, (size, size), np.float32)
+            compute(x, w, out)
 
-    def body() -> None:
-        x = acl.sim.device_array(dev_in, (size, size), np.float32)
-        out = acl.sim.device_array(dev_out, (size, size), np.float32)
-        compute(x, w, out)
+        compute_stream.launch(acl.sim.launch_kernel, Kernel(duration_us=self.kernel_us, fn=body))
+        computed = await compute_stream.record_event()
+        slot.events = (uploaded, computed)
 
-    compute_stream.launch(acl.sim.launch_kernel, Kernel(duration_us=kernel_us, fn=body))
-    computed = await compute_stream.record_event()
-    slot.events = (uploaded, computed)
-    return slot
+    async def _finish(self, slot: _Slot) -> None:
+        await slot.events[-1].synchronize()
+        size = self.w.shape[0]
+        got = slot.host_out.view(np.float32, (size, size))
+        expected = np.empty_like(got)
+        compute(item_input(slot.item, size), self.w, expected)
+        state = self.state
+        if not np.array_equal(got, expected):
+            state.mismatches += 1
+        for event in slot.events:
+            await event.aclose()
+        slot.events = ()
+        state.done += 1
+        state.per_device[self.device_id] += 1
+        if self.progress is not None:
+            self.progress(state)
 
 
 async def _download(transfer: Stream, slot: _Slot) -> _Slot:

@@ -11,7 +11,7 @@ import anyio.lowlevel
 
 from ._backend import resolve_backend
 from ._buffers import DeviceBuffer, HostBuffer
-from ._constants import StreamFlag
+from ._constants import EventFlag, StreamFlag
 from ._errors import AclError, raise_for_status
 from ._event import Event
 from ._factory import NoPublicConstructor
@@ -23,6 +23,8 @@ from ._worker import DeviceWorker, Lane, WorkerOptions
 __all__ = ["Device", "StreamCreation", "open_device"]
 
 _T = TypeVar("_T")
+#: Events created per worker round trip when the pool runs dry.
+_EVENT_POOL_REFILL = 16
 _B = TypeVar("_B", DeviceBuffer, HostBuffer)
 
 
@@ -38,6 +40,7 @@ class Device(metaclass=NoPublicConstructor):
         self._streams: set[Stream] = set()
         self._events: set[Event] = set()
         self._buffers: set[DeviceBuffer | HostBuffer] = set()
+        self._event_pool: dict[bool, list[int]] = {False: [], True: []}
         self._default_stream = Stream._create(self, 0, 0, 0)
 
     def __repr__(self) -> str:
@@ -189,6 +192,38 @@ class Device(metaclass=NoPublicConstructor):
 
     # -- internals -------------------------------------------------------------------
 
+    async def _take_event(self, timing: bool) -> int:
+        """An unused event handle from the pool, refilled by one round trip when empty."""
+        pool = self._event_pool[timing]
+        if not pool:
+            rt = self._acl.rt
+            api = "acl.rt.create_event_with_flag" if timing else "acl.rt.create_event"
+
+            def create() -> tuple[list[int], int]:
+                made: list[int] = []
+                for _ in range(_EVENT_POOL_REFILL):
+                    event, ret = (
+                        rt.create_event_with_flag(int(EventFlag.TIME_LINE))
+                        if timing
+                        else rt.create_event()
+                    )
+                    if ret:
+                        return made, ret
+                    made.append(event)
+                return made, 0
+
+            with anyio.CancelScope(shield=True):
+                made, ret = await self._roundtrip(create)
+            pool.extend(made)
+            if not pool:
+                raise_for_status(ret, api, device=self._id)
+        else:
+            await anyio.lowlevel.checkpoint()
+        return pool.pop()
+
+    def _give_back_event(self, handle: int, timing: bool) -> None:
+        self._event_pool[timing].append(handle)
+
     async def _start(self) -> None:
         waiter = current_delivery().new_waiter()
         self._worker.start(waiter)
@@ -244,9 +279,12 @@ class Device(metaclass=NoPublicConstructor):
         """On the worker: destroy owned events and streams, then reset the device."""
         rt = self._acl.rt
         first: tuple[int, str] = (0, "")
-        for event in self._events:
-            ret = rt.destroy_event(event.handle)
+        pooled = [h for handles in self._event_pool.values() for h in handles]
+        for handle in (*pooled, *(event.handle for event in self._events)):
+            ret = rt.destroy_event(handle)
             first = first if first[0] or not ret else (ret, "acl.rt.destroy_event")
+        for handles in self._event_pool.values():
+            handles.clear()
         for stream in self._streams:
             if stream._overflow_buffer:
                 rt.free(stream._overflow_buffer)

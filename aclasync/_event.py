@@ -101,21 +101,19 @@ class Event(metaclass=NoPublicConstructor):
         return float(ms)
 
     async def aclose(self) -> None:
-        """Destroy the event (``acl.rt.destroy_event``). Idempotent; survives cancellation."""
-        if self._closed:
-            await anyio.lowlevel.checkpoint()
-            return
-        self._closed = True
-        device = self._stream.device
-        device._events.discard(self)
-        if device.closed:
-            await anyio.lowlevel.checkpoint()
-            return
-        rt = device.acl.rt
-        handle = self._handle
-        with anyio.CancelScope(shield=True):
-            ret = await device._roundtrip(lambda: rt.destroy_event(handle))
-        raise_for_status(ret, "acl.rt.destroy_event", device=device.id)
+        """Release the event. Idempotent; never blocks.
+
+        The handle goes back to the device's event pool for a later ``record_event``
+        (re-recording replaces what an event captures); the device destroys pooled
+        events when it closes.
+        """
+        if not self._closed:
+            self._closed = True
+            device = self._stream.device
+            device._events.discard(self)
+            if not device.closed:
+                device._give_back_event(self._handle, self._timing)
+        await anyio.lowlevel.checkpoint()
 
     async def __aenter__(self) -> Event:
         return self

@@ -11,7 +11,7 @@ import anyio.lowlevel
 import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._constants import EventFlag, FailureMode, MemcpyKind, StreamFlag
+from ._constants import FailureMode, MemcpyKind, StreamFlag
 from ._errors import raise_for_status
 from ._event import Event
 from ._factory import NoPublicConstructor
@@ -157,36 +157,22 @@ class Stream(metaclass=NoPublicConstructor):
         """Record a new event after the work queued so far and return it.
 
         With ``timing=True`` the event carries timestamps for ``Event.elapsed_time``.
-        A short worker round trip; cancellation is deferred until the event exists, so
-        no handle leaks.
+        Events come from a per-device pool, so this queues ``acl.rt.record_event``
+        without a worker round trip (except to refill the pool). An error from the
+        record is raised by the next await on this stream.
         """
         self._check_open()
         self._raise_deferred()
-        rt = self._device.acl.rt
-        lane = self._lane
-
-        def create_and_record() -> tuple[int, int, int, str]:
-            if timing:
-                event, ret = rt.create_event_with_flag(int(EventFlag.TIME_LINE))
-                api = "acl.rt.create_event_with_flag"
-            else:
-                event, ret = rt.create_event()
-                api = "acl.rt.create_event"
-            if ret:
-                return 0, 0, ret, api
-            ret = rt.record_event(event, lane.handle)
-            if ret:
-                rt.destroy_event(event)
-                return 0, 0, ret, "acl.rt.record_event"
-            return event, lane.next_seq(), 0, ""
-
-        with anyio.CancelScope(shield=True):
-            event, seq, ret, api = await self._device._roundtrip(create_and_record)
-        raise_for_status(ret, api, device=self._device.id, stream=self.handle)
-        created = Event._create(self, event, seq, timing)
-        self._device._events.add(created)
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        return created
+        device = self._device
+        handle = await device._take_event(timing)
+        try:
+            self.launch(device.acl.rt.record_event, handle)
+        except BaseException:
+            device._give_back_event(handle, timing)
+            raise
+        event = Event._create(self, handle, self._lane.next_seq(), timing)
+        device._events.add(event)
+        return event
 
     async def query(self) -> bool:
         """Return True when all work queued on the stream has finished (non-blocking)."""

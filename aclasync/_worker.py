@@ -87,7 +87,12 @@ class _Watch:
 
 
 class Lane:
-    """The worker's view of one stream. Only the worker touches it, but for ``deferred``."""
+    """The worker's view of one stream.
+
+    ``records`` numbers the points recorded on the stream (events and fences) in
+    submission order, on the submitting side; ``launches`` and ``watches`` belong to
+    the worker; ``deferred`` is filled by the worker and emptied by the stream.
+    """
 
     __slots__ = ("deferred", "fast_sync", "handle", "launches", "records", "watches")
 
@@ -146,7 +151,7 @@ class DeviceWorker:
 
     def fence(self, lane: Lane, waiter: Waiter) -> None:
         """*waiter* gets ``(code, api)`` once all work queued on the stream so far is done."""
-        self._submit((_FENCE, lane, waiter))
+        self._submit((_FENCE, lane, lane.next_seq(), waiter))
 
     def watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
         """*waiter* gets ``(code, api)`` once *event* (record number *seq*) completes."""
@@ -205,7 +210,7 @@ class DeviceWorker:
             elif op == _CALL:
                 self._call(job[1], job[2])
             elif op == _FENCE:
-                self._fence(job[1], job[2])
+                self._fence(job[1], job[2], job[3])
             elif op == _WATCH:
                 self._watch(job[1], job[2], job[3], job[4])
             else:
@@ -232,7 +237,7 @@ class DeviceWorker:
             waiter.value = (None, exc)
         self._resolve(waiter)
 
-    def _fence(self, lane: Lane, waiter: Waiter) -> None:
+    def _fence(self, lane: Lane, seq: int, waiter: Waiter) -> None:
         rt = self._rt
         watches = lane.watches
         if watches and watches[-1].fence and watches[-1].launches == lane.launches:
@@ -256,7 +261,7 @@ class DeviceWorker:
                 rt.destroy_event(event)
                 self._finish(waiter, ret, "acl.rt.record_event")
                 return
-            fence = _Watch(event, lane.next_seq(), waiter, fence=True, launches=lane.launches)
+            fence = _Watch(event, seq, waiter, fence=True, launches=lane.launches)
             watches.append(fence)
             self._waiting[lane.handle] = lane
 
