@@ -38,6 +38,7 @@ class SimDevice:
         self.engine: Engine | None = None
         self.streams_used = 0
         self.events_used = 0
+        self.observer: Callable[[int, int, str, float, float], None] | None = None
 
     @property
     def active(self) -> bool:
@@ -52,6 +53,7 @@ class SimDevice:
             self.memory = DeviceMemory(self.id, self.profile.memory_bytes)
             self.default_context = Context(self._new_handle(), self, is_default=True)
             self.engine = Engine(self.id, self._lock, self._cores, self._on_failure)
+            self.engine.observer = self.observer
             self.engine.start()
             self._cores.acquire_locked()
         return self.default_context

@@ -40,6 +40,8 @@ class Engine:
         self._cores = cores
         self._stopping = False
         self._waiting = False
+        #: Called as ``observer(device_id, stream_handle, task_name, start, finish)``.
+        self.observer: Callable[[int, int, str, float, float], None] | None = None
         self._thread = threading.Thread(
             target=self._schedule, name=f"aclasync-sim-dev{device_id}", daemon=True
         )
@@ -141,6 +143,11 @@ class Engine:
         task.done = True
         task.finish = now
         stream = task.stream
+        if self.observer is not None:
+            try:
+                self.observer(self.device_id, stream.handle, task.name, task.start, now)
+            except Exception:
+                self.observer = None  # a broken observer must not stop the device
         if stream.running is task:
             stream.running = None
             if stream.queue:

@@ -33,6 +33,7 @@ class Task:
         "finish",
         "fn",
         "hold",
+        "name",
         "overflow",
         "pending",
         "start",
@@ -43,6 +44,7 @@ class Task:
     def __init__(
         self,
         stream: SimStream,
+        name: str,
         *,
         duration: float = 0.0,
         action: Callable[[Task], None] | None = None,
@@ -53,6 +55,7 @@ class Task:
         hold: bool = False,
     ) -> None:
         self.stream = stream
+        self.name = name
         self.duration = duration
         self.action = action
         self.fn = fn

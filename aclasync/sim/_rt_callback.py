@@ -54,7 +54,7 @@ class CallbackCalls(CallGroup):
         def post(task: Task) -> None:
             reports.post_locked(task, fn, user_data)
 
-        return self._submit(found, Task(found, action=post, hold=bool(block_type)))
+        return self._submit(found, Task(found, "callback", action=post, hold=bool(block_type)))
 
     def process_report(self, timeout: int, /) -> int:
         check_ints("process_report", timeout)

@@ -86,7 +86,7 @@ class EventCalls(CallGroup):
             return RC.PARAM_INVALID
         if found.aborted:
             return RC.STREAM_ABORT
-        task = Task(found)
+        task = Task(found, "record_event")
         ret = self._submit(found, task)
         if ret == RC.OK:
             ev.record = task
@@ -106,7 +106,7 @@ class EventCalls(CallGroup):
         def reset(_: Task) -> None:
             ev.record = None
 
-        return self._submit(found, Task(found, action=reset))
+        return self._submit(found, Task(found, "reset_event", action=reset))
 
     def query_event(self, event: int, /) -> tuple[int, int]:
         check_ints("query_event", event)

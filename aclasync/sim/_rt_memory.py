@@ -83,7 +83,9 @@ class MemoryCalls(CallGroup):
         def copy(_: Task) -> None:
             target[:] = source
 
-        return self._queue(found, Task(found, duration=seconds, action=copy), wait=not pinned)
+        return self._queue(
+            found, Task(found, "memcpy", duration=seconds, action=copy), wait=not pinned
+        )
 
     def memset(self, dev_ptr: int, max_count: int, value: int, count: int, /) -> int:
         check_ints("memset", dev_ptr, max_count, value, count)
@@ -108,7 +110,7 @@ class MemoryCalls(CallGroup):
         def write(_: Task) -> None:
             target[:] = fill
 
-        return self._queue(found, Task(found, action=write), wait=False)
+        return self._queue(found, Task(found, "memset", action=write), wait=False)
 
     # -- helpers ---------------------------------------------------------------------
 

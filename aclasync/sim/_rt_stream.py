@@ -120,7 +120,7 @@ class StreamCalls(CallGroup):
         ev = self._core.event(event)
         if ev is None or (ev.kind != "plain" and not ev.flags & 0x1):
             return RC.PARAM_INVALID
-        return self._submit(found, Task(found, dep=ev.record))
+        return self._submit(found, Task(found, "wait_event", dep=ev.record))
 
     def set_stream_failure_mode(self, stream: int, mode: int, /) -> int:
         check_ints("set_stream_failure_mode", stream, mode)
@@ -176,7 +176,7 @@ class StreamCalls(CallGroup):
         def write_status(_: Task) -> None:
             view[:] = struct.pack("<Q", scope.overflow_status).ljust(_OVERFLOW_BUFFER_SIZE, b"\0")
 
-        return self._submit(found, Task(found, action=write_status))
+        return self._submit(found, Task(found, "get_overflow_status", action=write_status))
 
     def reset_overflow_status(self, stream: int, /) -> int:
         check_ints("reset_overflow_status", stream)
@@ -188,7 +188,7 @@ class StreamCalls(CallGroup):
         def clear_status(_: Task) -> None:
             scope.overflow_status = 0
 
-        return self._submit(found, Task(found, action=clear_status))
+        return self._submit(found, Task(found, "reset_overflow_status", action=clear_status))
 
 
 def _forget_stream(objects: dict[int, object], stream: SimStream) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,7 @@ class SimExtension(CallGroup):
             return ret
         task = Task(
             found,
+            "kernel",
             duration=kernel.duration_us / 1e6,
             fn=kernel.fn,
             overflow=kernel.overflow and found.overflow_switch == 1,
@@ -68,6 +70,22 @@ class SimExtension(CallGroup):
         if view is None:
             raise ValueError(f"device_array: {dev_ptr:#x} (+{count} bytes) is not device memory")
         return np.frombuffer(view, dtype=kind).reshape(dims)
+
+    def set_observer(self, observer: Callable[[int, int, str, float, float], None] | None) -> None:
+        """Call ``observer(device_id, stream, task_name, start, finish)`` as tasks finish.
+
+        Times are ``time.monotonic()`` seconds; dropped tasks report ``start == 0``.
+        The observer runs on simulator threads with the runtime locked: it must be
+        quick and must not call the runtime. ``None`` removes it. Devices activated
+        later get it too. An observer that raises is removed.
+        """
+        if observer is not None and not callable(observer):
+            raise TypeError(f"observer must be callable or None, not {type(observer).__name__}")
+        with self._core.lock:
+            for device in self._core.devices:
+                device.observer = observer
+                if device.engine is not None:
+                    device.engine.observer = observer
 
     def close(self) -> None:
         """Release every active device (waiting for its work) and join all threads.
