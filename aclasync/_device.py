@@ -11,7 +11,7 @@ import anyio.lowlevel
 
 from ._backend import resolve_backend
 from ._buffers import DeviceBuffer, HostBuffer
-from ._constants import EventFlag, StreamFlag
+from ._constants import StreamFlag
 from ._errors import AclError, raise_for_status
 from ._event import Event
 from ._factory import NoPublicConstructor
@@ -193,20 +193,22 @@ class Device(metaclass=NoPublicConstructor):
     # -- internals -------------------------------------------------------------------
 
     async def _take_event(self, timing: bool) -> int:
-        """An unused event handle from the pool, refilled by one round trip when empty."""
+        """An unused event handle from the pool, refilled by one round trip when empty.
+
+        Both kinds are ``create_event`` events: the reference pages make those usable for
+        timing and for cross-stream waits alike, while ``create_event_with_flag`` may
+        only take TIME_LINE there, and such events cannot be waited on by streams. The
+        pools are kept apart so that ``elapsed_time`` can insist on timing events.
+        """
         pool = self._event_pool[timing]
         if not pool:
             rt = self._acl.rt
-            api = "acl.rt.create_event_with_flag" if timing else "acl.rt.create_event"
+            api = "acl.rt.create_event"
 
             def create() -> tuple[list[int], int]:
                 made: list[int] = []
                 for _ in range(_EVENT_POOL_REFILL):
-                    event, ret = (
-                        rt.create_event_with_flag(int(EventFlag.TIME_LINE))
-                        if timing
-                        else rt.create_event()
-                    )
+                    event, ret = rt.create_event()
                     if ret:
                         return made, ret
                     made.append(event)

@@ -125,9 +125,15 @@ class Stream(metaclass=NoPublicConstructor):
         if not isinstance(event, Event):
             raise TypeError(f"wait_event() needs an aclasync.Event, got {type(event).__name__}")
         event._check_open()
+        self._check_open()
         rt = self._device.acl.rt
         handle = event.handle
-        self.launch(lambda stream: rt.stream_wait_event(stream, handle))
+        self._device._worker.launch(
+            self._lane,
+            lambda stream: rt.stream_wait_event(stream, handle),
+            (),
+            "acl.rt.stream_wait_event",
+        )
 
     # -- awaiting --------------------------------------------------------------------
 

@@ -142,8 +142,14 @@ class DeviceWorker:
         self._inbox.append((_CALL, self._set_device, waiter))
         self._thread.start()
 
-    def launch(self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self._submit((_LAUNCH, lane, fn, args))
+    def launch(
+        self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None = None
+    ) -> None:
+        """Queue ``fn(*args, lane.handle)``; a failure is kept in ``lane.deferred``.
+
+        *api* names the call in errors when ``fn`` is a wrapper.
+        """
+        self._submit((_LAUNCH, lane, fn, args, api))
 
     def call(self, fn: Callable[[], Any], waiter: Waiter) -> None:
         """Run ``fn()`` on the worker; *waiter* gets ``(result, None)`` or ``(None, exc)``."""
@@ -206,7 +212,7 @@ class DeviceWorker:
             job = inbox.popleft()
             op = job[0]
             if op == _LAUNCH:
-                self._launch(job[1], job[2], job[3])
+                self._launch(job[1], job[2], job[3], job[4])
             elif op == _CALL:
                 self._call(job[1], job[2])
             elif op == _FENCE:
@@ -219,7 +225,9 @@ class DeviceWorker:
                 return waiter
         return None
 
-    def _launch(self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def _launch(
+        self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None
+    ) -> None:
         lane.launches += 1
         try:
             result = fn(*args, lane.handle)
@@ -228,7 +236,7 @@ class DeviceWorker:
             return
         ret = result[-1] if isinstance(result, tuple) else result
         if ret:
-            lane.deferred.append((ret, self.api_name(fn)))
+            lane.deferred.append((ret, api or self.api_name(fn)))
 
     def _call(self, fn: Callable[[], Any], waiter: Waiter) -> None:
         try:
