@@ -16,6 +16,7 @@ import bisect
 import dataclasses
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -43,7 +44,12 @@ class WorkerOptions:
     ----------
     wait_slice_ms:
         Longest time the worker blocks in ``synchronize_event_with_timeout`` while
-        waiting for default-mode streams; jobs submitted meanwhile wait at most this long.
+        waiting quietly for default-mode streams; a job submitted meanwhile waits at
+        most this long (pyACL timeouts are whole milliseconds).
+    busy_poll_us, busy_window_ms:
+        After jobs arrived in the last ``busy_window_ms``, the worker polls (waking at
+        once for new jobs) instead of blocking in slices, backing off from
+        ``fast_sync_poll_us`` after each new watch to at most ``busy_poll_us``.
     fast_sync_poll_us:
         Interval at which the worker polls while a FAST_SYNC stream has waiters
         (lower latency, more CPU: the documented FAST_SYNC trade-off).
@@ -54,6 +60,8 @@ class WorkerOptions:
     """
 
     wait_slice_ms: int = 1
+    busy_poll_us: float = 250.0
+    busy_window_ms: float = 50.0
     fast_sync_poll_us: float = 20.0
     cpu: int | None = None
 
@@ -62,8 +70,11 @@ class WorkerOptions:
             raise TypeError("wait_slice_ms must be an int (milliseconds)")
         if self.wait_slice_ms < 1:
             raise ValueError(f"wait_slice_ms must be >= 1, got {self.wait_slice_ms}")
-        if not self.fast_sync_poll_us > 0:
-            raise ValueError(f"fast_sync_poll_us must be > 0, got {self.fast_sync_poll_us}")
+        for name in ("busy_poll_us", "fast_sync_poll_us"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.busy_window_ms >= 0:
+            raise ValueError(f"busy_window_ms must be >= 0, got {self.busy_window_ms!r}")
         if self.cpu is not None and self.cpu not in os.sched_getaffinity(0):
             raise ValueError(f"cpu {self.cpu} is not available to this process")
 
@@ -124,6 +135,8 @@ class DeviceWorker:
         self._wake.acquire()
         self._idle = False
         self._stopping = False
+        self._last_jobs = 0.0
+        self._backoff = options.fast_sync_poll_us / 1e6
         self._waiting: dict[int, Lane] = {}
         self._fence_pool: list[int] = []
         self._ready: dict[Delivery, list[Waiter]] = {}
@@ -208,6 +221,8 @@ class DeviceWorker:
 
     def _drain_inbox(self) -> Waiter | None:
         inbox = self._inbox
+        if inbox:
+            self._last_jobs = time.monotonic()
         while inbox:
             job = inbox.popleft()
             op = job[0]
@@ -272,6 +287,7 @@ class DeviceWorker:
             fence = _Watch(event, seq, waiter, fence=True, launches=lane.launches)
             watches.append(fence)
             self._waiting[lane.handle] = lane
+            self._backoff = self.options.fast_sync_poll_us / 1e6
 
     def _watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
         watches = lane.watches
@@ -287,6 +303,7 @@ class DeviceWorker:
         else:
             watches.insert(index, _Watch(event, seq, waiter, fence=False, launches=-1))
             self._waiting[lane.handle] = lane
+            self._backoff = self.options.fast_sync_poll_us / 1e6
 
     def _sweep(self) -> None:
         """Resolve the watches whose events have completed, stream by stream."""
@@ -320,21 +337,38 @@ class DeviceWorker:
         self._finish_all(fence, code, api)
 
     def _idle_wait(self) -> None:
-        if self._waiting and not any(lane.fast_sync for lane in self._waiting.values()):
-            # Only default-mode streams have waiters: block on the device, GIL released.
-            lane = next(iter(self._waiting.values()))
-            self._rt.synchronize_event_with_timeout(
-                lane.watches[0].event, self.options.wait_slice_ms
-            )
-            return
+        """Sleep until a job arrives or it is time to look for completions again.
+
+        With nothing to watch, sleep until a job arrives. While a FAST_SYNC stream has
+        waiters, poll every ``fast_sync_poll_us``. While only default-mode streams
+        have waiters and jobs have been quiet for ``busy_window_ms``, block on the
+        device in a ``wait_slice_ms`` slice (GIL released; a job arriving meanwhile
+        waits for the slice to end). During bursts of jobs, poll instead, so that
+        jobs are picked up at once: from ``fast_sync_poll_us`` after a new watch,
+        doubling up to ``busy_poll_us``.
+        """
+        options = self.options
+        timeout: float | None = None
+        if self._waiting:
+            if any(lane.fast_sync for lane in self._waiting.values()):
+                timeout = options.fast_sync_poll_us / 1e6
+            elif time.monotonic() - self._last_jobs < options.busy_window_ms / 1e3:
+                timeout = self._backoff
+                self._backoff = min(2 * timeout, options.busy_poll_us / 1e6)
+            else:
+                lane = next(iter(self._waiting.values()))
+                self._rt.synchronize_event_with_timeout(
+                    lane.watches[0].event, options.wait_slice_ms
+                )
+                return
         self._idle = True
         if self._inbox:
             self._idle = False
             return
-        if self._waiting:
-            self._wake.acquire(timeout=self.options.fast_sync_poll_us / 1e6)
-        else:
+        if timeout is None:
             self._wake.acquire()
+        else:
+            self._wake.acquire(timeout=timeout)
         self._idle = False
 
     # -- resolving waiters -----------------------------------------------------------
@@ -359,7 +393,12 @@ class DeviceWorker:
         if self._ready:
             ready, self._ready = self._ready, {}
             for delivery, waiters in ready.items():
-                delivery.post(waiters)
+                try:
+                    delivery.post(waiters)
+                except RuntimeError:
+                    # That event loop is closed: nobody is left to resume. Other loops'
+                    # waiters must still be served.
+                    continue
 
     def _abandon_watches(self) -> None:
         """At stop, fail what still waits: the device is closing."""
