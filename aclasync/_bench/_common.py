@@ -1,0 +1,151 @@
+"""What every benchmark shares: event loops, sizes, progress, raw-runtime helpers."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+
+from aclasync.sim import Kernel
+
+__all__ = [
+    "LOOPS",
+    "BenchConfig",
+    "Progress",
+    "Skip",
+    "check",
+    "column",
+    "expect",
+    "loop_unavailable",
+    "raw_close",
+    "raw_open",
+    "run_in_thread",
+    "run_on_loop",
+]
+
+_T = TypeVar("_T")
+
+#: Event loops by the name the CLI uses: (anyio backend, backend options).
+LOOPS: dict[str, tuple[str, dict[str, Any]]] = {
+    "asyncio": ("asyncio", {}),
+    "uvloop": ("asyncio", {"use_uvloop": True}),
+    "trio": ("trio", {}),
+}
+
+#: A progress sink: called with one line of text per step.
+Progress = Callable[[str], None]
+
+
+class Skip(Exception):
+    """Raised by a benchmark that cannot run here; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BenchConfig:
+    """How one benchmark is to run.
+
+    Parameters
+    ----------
+    quick:
+        Use the small sizes (the whole suite in well under a minute).
+    loops:
+        Names from ``LOOPS`` to run on, already checked to be available.
+    progress:
+        Receives a line of text per step.
+    scale:
+        Multiplies every sample count and problem size (tests use tiny values).
+    """
+
+    quick: bool
+    loops: tuple[str, ...]
+    progress: Progress
+    scale: float = 1.0
+
+    def size(self, full: int, quick: int, *, minimum: int = 1) -> int:
+        """Return the full or quick size, times ``scale``, at least *minimum*."""
+        return max(minimum, round((quick if self.quick else full) * self.scale))
+
+
+def loop_unavailable(name: str) -> str | None:
+    """Return why the loop *name* cannot run here, or ``None`` if it can."""
+    if name not in LOOPS:
+        return f"unknown loop {name!r}; expected one of {', '.join(LOOPS)}"
+    module = {"uvloop": "uvloop", "trio": "trio"}.get(name)
+    if module is not None and importlib.util.find_spec(module) is None:
+        return f"{module} is not installed (pip install 'aclasync[{module}]')"
+    return None
+
+
+def run_on_loop(loop: str, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+    """Run ``await fn(*args)`` in a fresh event loop of kind *loop*; blocks."""
+    backend, options = LOOPS[loop]
+    return anyio.run(fn, *args, backend=backend, backend_options=options)
+
+
+def run_in_thread(fn: Callable[..., _T], *args: Any) -> _T:
+    """Run ``fn(*args)`` on a new thread and return its result (or raise its exception).
+
+    Raw-runtime measurements run on a thread of their own, as a synchronous program
+    would, so that the calling thread's runtime context stays untouched.
+    """
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append((fn(*args), None))
+        except BaseException as exc:
+            outcome.append((None, exc))
+
+    thread = threading.Thread(target=target, name="aclasync-bench-raw")
+    thread.start()
+    thread.join()
+    result, error = outcome[0]
+    if error is not None:
+        raise error
+    value: _T = result
+    return value
+
+
+def expect(ret: int, api: str) -> None:
+    """Raise ``RuntimeError`` if a raw runtime call returned a non-zero status."""
+    if ret:
+        raise RuntimeError(f"{api} returned {ret}")
+
+
+def raw_open(acl: Any, device_id: int, flags: int = 0) -> tuple[int, int]:
+    """On the calling thread: set the device and make a warmed-up stream.
+
+    Returns ``(context, stream)``. The stream has run one kernel, so it has paid its
+    first-launch set-up cost. Blocks.
+    """
+    rt = acl.rt
+    expect(rt.set_device(device_id), "acl.rt.set_device")
+    context, ret = rt.get_context()
+    expect(ret, "acl.rt.get_context")
+    stream, ret = rt.create_stream_with_config(0, flags)
+    expect(ret, "acl.rt.create_stream_with_config")
+    expect(acl.sim.launch_kernel(Kernel(), stream), "acl.sim.launch_kernel")
+    expect(rt.synchronize_stream(stream), "acl.rt.synchronize_stream")
+    return int(context), int(stream)
+
+
+def raw_close(acl: Any, device_id: int, context: int, stream: int) -> None:
+    """On the calling thread: destroy *stream* and drop the device reference. Blocks."""
+    rt = acl.rt
+    expect(rt.set_context(context), "acl.rt.set_context")
+    expect(rt.destroy_stream(stream), "acl.rt.destroy_stream")
+    expect(rt.reset_device(device_id), "acl.rt.reset_device")
+
+
+def column(key: str, header: str, fmt: str = "") -> dict[str, str]:
+    """Describe a table column: the row key, its header and a format spec."""
+    return {"key": key, "header": header, "fmt": fmt}
+
+
+def check(what: str, value: float | None, target: str, ok: bool | None) -> dict[str, Any]:
+    """Describe a target check (``ok`` is ``None`` when it could not be measured)."""
+    return {"what": what, "value": value, "target": target, "ok": ok}

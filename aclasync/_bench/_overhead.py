@@ -1,0 +1,202 @@
+"""``overhead``: the round trip of one sync on an idle stream.
+
+Four ways of waiting for an idle stream, measured in one run and in interleaved rounds
+(so that a noisy moment on a shared machine hits them all alike):
+
+- ``raw``: ``acl.rt.synchronize_stream(h)`` in a loop on one thread (no event loop);
+- ``aclasync``: ``await stream.synchronize()``;
+- ``aclasync same-CPU``: the same with the loop thread and the device worker pinned to
+  one CPU (``WorkerOptions(cpu=...)``), the opt-in placement DESIGN.md §5 asks about;
+- ``to_thread``: the naive ``await anyio.to_thread.run_sync(...)`` of ``set_context``
+  plus ``synchronize_stream``;
+- ``asyncio.to_thread``: the same through the standard library (asyncio and uvloop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+import aclasync
+from aclasync import sim
+from aclasync.sim import Kernel
+
+from ._common import BenchConfig, check, column, expect, raw_close, raw_open, run_on_loop
+from ._stats import ratio, summarize
+
+__all__ = ["run"]
+
+TITLE = "Idle-stream sync round trip"
+TARGET = 0.7  # aclasync / naive to_thread, medians
+
+RAW, ACLASYNC, PINNED, NAIVE, STDLIB = (
+    "raw (1 thread)",
+    "aclasync",
+    "aclasync same-CPU",
+    "to_thread (naive)",
+    "asyncio.to_thread",
+)
+
+_Batch = Callable[[int, list[int]], Awaitable[None]]
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Measure the idle-stream round trip on every loop of *cfg*; return the result."""
+    rounds = cfg.size(10, 5, minimum=1)
+    per_round = cfg.size(2000, 400, minimum=5)
+    rows: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
+    for loop in cfg.loops:
+        cfg.progress(f"overhead [{loop}]: {rounds} rounds x {per_round} round trips per variant")
+        samples = run_on_loop(loop, _measure, loop, rounds, per_round)
+        naive = summarize(samples[NAIVE], scale=1e-3)["median"]
+        raw = summarize(samples[RAW], scale=1e-3)["median"]
+        for variant, values in samples.items():
+            stats = summarize(values, scale=1e-3)
+            rows.append(
+                {
+                    "loop": loop,
+                    "variant": variant,
+                    "n": len(values),
+                    "median_us": stats["median"],
+                    "p99_us": stats["p99"],
+                    "vs_naive": ratio(stats["median"], naive),
+                    "vs_raw": ratio(stats["median"], raw),
+                }
+            )
+            if variant == ACLASYNC:
+                value = ratio(stats["median"], naive)
+                ok = None if value is None else value <= TARGET
+                checks.append(check(f"aclasync / naive median [{loop}]", value, "<= 0.7", ok))
+    return {
+        "title": TITLE,
+        "columns": [
+            column("loop", "loop"),
+            column("variant", "variant"),
+            column("n", "n", "d"),
+            column("median_us", "median us", ".1f"),
+            column("p99_us", "p99 us", ".1f"),
+            column("vs_naive", "/naive", ".2f"),
+            column("vs_raw", "/raw", ".1f"),
+        ],
+        "rows": rows,
+        "checks": checks,
+        "chart": {"label": ["loop", "variant"], "value": "median_us", "unit": "us"},
+        "notes": [
+            "Each sample is one `synchronize` of an idle stream, timed with perf_counter_ns "
+            "around the await (or the raw call); variants alternate in rounds.",
+            "same-CPU pins the loop thread and the worker to one CPU for that variant only.",
+        ],
+        "params": {"rounds": rounds, "per_round": per_round},
+    }
+
+
+async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int]]:
+    acl = sim.create(device_count=1)
+    rt = acl.rt
+    cpu = _pin_cpu()
+    async with aclasync.open_device(0, backend=acl) as dev:
+        stream = await dev.create_stream()
+        stream.launch(acl.sim.launch_kernel, Kernel())
+        await stream.synchronize()
+        context, handle = await anyio.to_thread.run_sync(raw_open, acl, 0)
+
+        def naive_call() -> int:
+            rt.set_context(context)
+            ret: int = rt.synchronize_stream(handle)
+            return ret
+
+        def raw_loop(n: int) -> list[int]:
+            expect(rt.set_context(context), "acl.rt.set_context")
+            sync, clock = rt.synchronize_stream, time.perf_counter_ns
+            out = []
+            failed = 0
+            for _ in range(n):
+                start = clock()
+                failed |= sync(handle)
+                out.append(clock() - start)
+            expect(failed, "acl.rt.synchronize_stream")
+            return out
+
+        async def raw_batch(n: int, out: list[int]) -> None:
+            out.extend(await anyio.to_thread.run_sync(raw_loop, n))
+
+        async def aclasync_batch(n: int, out: list[int]) -> None:
+            clock = time.perf_counter_ns
+            for _ in range(n):
+                start = clock()
+                await stream.synchronize()
+                out.append(clock() - start)
+
+        async def naive_batch(n: int, out: list[int]) -> None:
+            clock, to_thread = time.perf_counter_ns, anyio.to_thread.run_sync
+            for _ in range(n):
+                start = clock()
+                expect(await to_thread(naive_call), "acl.rt.synchronize_stream")
+                out.append(clock() - start)
+
+        async def stdlib_batch(n: int, out: list[int]) -> None:
+            import asyncio
+
+            clock = time.perf_counter_ns
+            for _ in range(n):
+                start = clock()
+                expect(await asyncio.to_thread(naive_call), "acl.rt.synchronize_stream")
+                out.append(clock() - start)
+
+        batches: dict[str, _Batch] = {
+            RAW: raw_batch,
+            ACLASYNC: aclasync_batch,
+            NAIVE: naive_batch,
+        }
+        if loop != "trio":
+            batches[STDLIB] = stdlib_batch
+        async with contextlib.AsyncExitStack() as stack:
+            if cpu is not None:
+                options = aclasync.WorkerOptions(cpu=cpu)
+                pinned_dev = await stack.enter_async_context(
+                    aclasync.open_device(0, backend=acl, options=options)
+                )
+                pinned = await stack.enter_async_context(pinned_dev.create_stream())
+                batches[PINNED] = _pinned(pinned, cpu)
+            order = [RAW, ACLASYNC, PINNED, NAIVE, STDLIB]
+            batches = {name: batches[name] for name in order if name in batches}
+            samples: dict[str, list[int]] = {name: [] for name in batches}
+            for batch in batches.values():  # warm-up, not recorded
+                await batch(max(1, per_round // 5), [])
+            for _ in range(rounds):
+                for name, batch in batches.items():
+                    await batch(per_round, samples[name])
+        await anyio.to_thread.run_sync(raw_close, acl, 0, context, handle)
+        await stream.aclose()
+    return samples
+
+
+def _pinned(stream: aclasync.Stream, cpu: int) -> _Batch:
+    async def batch(n: int, out: list[int]) -> None:
+        previous = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {cpu})  # pid 0: this (the loop's) thread only
+        try:
+            clock = time.perf_counter_ns
+            for _ in range(n):
+                start = clock()
+                await stream.synchronize()
+                out.append(clock() - start)
+        finally:
+            os.sched_setaffinity(0, previous)
+
+    return batch
+
+
+def _pin_cpu() -> int | None:
+    """The CPU for the same-CPU variant, or None where pinning is impossible or moot."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[-1] if len(cpus) > 1 else None

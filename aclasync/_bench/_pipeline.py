@@ -1,0 +1,97 @@
+"""``pipeline``: the demo's multi-device pipeline on 1, 2, 4 and 8 devices.
+
+Runs ``aclasync._demo.run_pipeline(devices=d, items=n, backend=...)`` on a fresh
+eight-device simulator for each device count and reports items per second and the
+scaling efficiency, ``(rate on d devices / rate on 1) / d``. Skipped while the demo
+module does not exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aclasync import sim
+
+from ._common import BenchConfig, Skip, column, run_on_loop
+from ._stats import ratio
+
+__all__ = ["run"]
+
+TITLE = "Demo pipeline scaling"
+DEVICE_COUNTS = (1, 2, 4, 8)
+
+_Pipeline = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Run the pipeline at every device count on every loop of *cfg*; return the result.
+
+    Raises
+    ------
+    Skip
+        If ``aclasync._demo`` (or its ``run_pipeline``) is not available yet.
+    """
+    pipeline = _load()
+    items = cfg.size(256, 64, minimum=max(DEVICE_COUNTS))
+    rows: list[dict[str, Any]] = []
+    for loop in cfg.loops:
+        single: float | None = None
+        for devices in DEVICE_COUNTS:
+            cfg.progress(f"pipeline [{loop}]: {items} items on {devices} device(s)")
+            figures = run_on_loop(loop, _one, pipeline, devices, items)
+            rate = float(figures["items_per_s"])
+            if devices == 1:
+                single = rate
+            speedup = None if single is None else ratio(rate, single)
+            rows.append(
+                {
+                    "loop": loop,
+                    "devices": devices,
+                    "items": int(figures["items"]),
+                    "seconds": float(figures["seconds"]),
+                    "items_per_s": rate,
+                    "speedup": speedup,
+                    "efficiency": None if speedup is None else speedup / devices,
+                }
+            )
+    return {
+        "title": TITLE,
+        "columns": [
+            column("loop", "loop"),
+            column("devices", "devices", "d"),
+            column("items", "items", "d"),
+            column("seconds", "seconds", ".3f"),
+            column("items_per_s", "items/s", ",.1f"),
+            column("speedup", "speedup", ".2f"),
+            column("efficiency", "efficiency", ".2f"),
+        ],
+        "rows": rows,
+        "checks": [],
+        "chart": {"label": ["loop", "devices"], "value": "items_per_s", "unit": "items/s"},
+        "notes": ["efficiency = (items/s on d devices / items/s on 1 device) / d."],
+        "params": {"items": items, "device_counts": list(DEVICE_COUNTS)},
+    }
+
+
+def _load() -> _Pipeline:
+    try:
+        module = importlib.import_module("aclasync._demo")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("aclasync._demo", "aclasync"):
+            raise
+        raise Skip("aclasync._demo not available yet") from None
+    pipeline = getattr(module, "run_pipeline", None)
+    if pipeline is None:
+        raise Skip("aclasync._demo has no run_pipeline yet")
+    result: _Pipeline = pipeline
+    return result
+
+
+async def _one(pipeline: _Pipeline, devices: int, items: int) -> dict[str, Any]:
+    backend = sim.create(device_count=max(DEVICE_COUNTS))
+    try:
+        return await pipeline(devices=devices, items=items, backend=backend)
+    finally:
+        backend.sim.close()

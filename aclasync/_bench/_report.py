@@ -1,0 +1,188 @@
+"""Reporting: the machine description, text tables, JSON and an optional PNG plot."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+__all__ = ["describe_machine", "format_table", "plot", "write_json"]
+
+_PACKAGES = ("aclasync", "anyio", "trio", "uvloop", "numpy", "sniffio")
+
+
+def describe_machine() -> dict[str, Any]:
+    """Describe where the figures come from: OS, Python, CPUs, library versions, commit."""
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": affinity,
+        "cpu_model": _cpu_model(),
+        "load_average": load,
+        "packages": {name: _version(name) for name in _PACKAGES},
+        "git": _git(),
+    }
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """Render a results dict (as returned by ``run``) as plain-text tables.
+
+    One table per benchmark, then its target checks and notes; skipped benchmarks are
+    listed with the reason.
+    """
+    lines: list[str] = []
+    machine = results.get("machine", {})
+    config = results.get("config", {})
+    if machine:
+        lines.append(
+            f"# {machine.get('cpu_model') or '?'} x{machine.get('cpu_count')}, "
+            f"{machine.get('python')}, {machine.get('platform')}"
+        )
+    if config:
+        mode = "quick" if config.get("quick") else "full"
+        loops = ", ".join(config.get("loops", []))
+        lines.append(f"# {mode} run on {loops}; {config.get('seconds', 0):.1f} s")
+    for name, bench in results.get("benchmarks", {}).items():
+        lines.append("")
+        lines.append(f"== {name}: {bench.get('title', '')} ({bench.get('seconds', 0):.1f} s)")
+        lines.extend(_table(bench["columns"], bench["rows"]))
+        for item in bench.get("checks", []):
+            mark = {True: "ok  ", False: "MISS", None: "n/a "}[item["ok"]]
+            value = item["value"]
+            shown = "-" if value is None else f"{value:.3g}"
+            lines.append(f"  [{mark}] {item['what']}: {shown} (target {item['target']})")
+        lines.extend(f"  note: {note}" for note in bench.get("notes", []))
+    for name, reason in results.get("skipped", {}).items():
+        lines.append("")
+        lines.append(f"== {name}: skipped ({reason})")
+    return "\n".join(lines)
+
+
+def write_json(results: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write *results* as indented JSON to *path*."""
+    Path(path).write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+
+
+def plot(results: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Draw one bar chart per benchmark into a PNG file at *path*.
+
+    Raises
+    ------
+    RuntimeError
+        If matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise RuntimeError(
+            "--plot needs matplotlib: pip install matplotlib (or 'aclasync[plot]')"
+        ) from exc
+    charts = [
+        (name, bench)
+        for name, bench in results.get("benchmarks", {}).items()
+        if bench.get("chart") and bench.get("rows")
+    ]
+    if not charts:
+        raise RuntimeError("nothing to plot: no benchmark produced chartable rows")
+    heights = [len(bench["rows"]) + 3 for _, bench in charts]
+    figure, axes = plt.subplots(
+        len(charts),
+        1,
+        figsize=(10, 0.2 * sum(heights) + 0.5),
+        squeeze=False,
+        layout="constrained",
+        gridspec_kw={"height_ratios": heights},
+    )
+    for axis, (name, bench) in zip(axes[:, 0], charts, strict=True):
+        chart = bench["chart"]
+        rows = [row for row in bench["rows"] if row.get(chart["value"]) is not None]
+        labels = [" / ".join(str(row[key]) for key in chart["label"]) for row in rows]
+        values = [float(row[chart["value"]]) for row in rows]
+        axis.barh(range(len(values)), values, color="tab:blue")
+        axis.set_yticks(range(len(values)), labels, fontsize=7)
+        axis.invert_yaxis()
+        if chart.get("log"):
+            axis.set_xscale("log")
+        axis.set_xlabel(f"{chart['value']} ({chart.get('unit', '')})")
+        axis.set_title(f"{name}: {bench.get('title', '')}", fontsize=9)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _table(columns: list[dict[str, str]], rows: list[dict[str, Any]]) -> list[str]:
+    headers = [col["header"] for col in columns]
+    cells = [[_cell(row.get(col["key"]), col["fmt"]) for col in columns] for row in rows]
+    widths = [max(len(text) for text in column) for column in zip(headers, *cells, strict=True)]
+    numeric = [bool(col["fmt"]) for col in columns]
+
+    def line(values: list[str]) -> str:
+        parts = [
+            text.rjust(width) if right else text.ljust(width)
+            for text, width, right in zip(values, widths, numeric, strict=True)
+        ]
+        return "  " + "  ".join(parts).rstrip()
+
+    return [line(headers), "  " + "  ".join("-" * width for width in widths)] + [
+        line(row) for row in cells
+    ]
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if fmt and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(value, fmt)
+    return str(value)
+
+
+def _cpu_model() -> str | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Processor", "cpu model"):
+            return value.strip()
+    return platform.processor() or None
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git() -> dict[str, Any] | None:
+    """The commit of the source tree aclasync runs from, if it is a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(dirty)} if commit else None

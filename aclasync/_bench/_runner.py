@@ -1,0 +1,162 @@
+"""The benchmark registry and ``run``, which the CLI and ``benchmarks/run.py`` call."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import _launch, _overhead, _pipeline, _scale, _sync_modes
+from ._common import LOOPS, BenchConfig, Progress, Skip, loop_unavailable
+from ._report import describe_machine, plot, write_json
+
+__all__ = ["BENCHMARKS", "Benchmark", "run", "stderr_progress"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Benchmark:
+    """A registered benchmark: its name, a one-line summary and its entry point."""
+
+    name: str
+    summary: str
+    fn: Callable[[BenchConfig], dict[str, Any]]
+
+
+#: Every benchmark, in the order a full run takes them.
+BENCHMARKS: dict[str, Benchmark] = {
+    bench.name: bench
+    for bench in (
+        Benchmark("overhead", "idle-stream sync round trip vs raw and to_thread", _overhead.run),
+        Benchmark("launch", "queued launch rate vs raw and one to_thread per launch", _launch.run),
+        Benchmark("sync-modes", "default vs FAST_SYNC: wake-up latency and CPU", _sync_modes.run),
+        Benchmark("scale", "thousands of waiters over 8 devices: threads, memory", _scale.run),
+        Benchmark("pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run),
+    )
+}
+
+
+def stderr_progress(line: str) -> None:
+    """Print one progress line to standard error, flushed at once."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(
+    names: Iterable[str] | None = None,
+    *,
+    quick: bool = False,
+    loops: Iterable[str] | str | None = None,
+    json_path: str | os.PathLike[str] | None = None,
+    plot_path: str | os.PathLike[str] | None = None,
+    progress: Progress = stderr_progress,
+    scale: float = 1.0,
+) -> dict[str, Any]:
+    """Run benchmarks and return their results; blocks for seconds to minutes.
+
+    Parameters
+    ----------
+    names:
+        Benchmarks from ``BENCHMARKS``, in the order to run them; ``None`` or empty
+        runs them all.
+    quick:
+        Small sizes: the whole suite on all loops takes well under a minute.
+    loops:
+        ``"asyncio"``, ``"uvloop"``, ``"trio"``, a list of them, or ``"all"`` / ``None``
+        for all three. Loops whose library is missing are skipped with a progress line.
+    json_path:
+        Write the results as JSON here.
+    plot_path:
+        Draw a PNG here (needs matplotlib; checked before anything runs).
+    progress:
+        Called with one line per step; by default printed to stderr and flushed.
+    scale:
+        Multiplies every sample count and size (for smoke tests: e.g. ``0.05``).
+
+    Returns
+    -------
+    dict
+        ``machine`` (where it ran), ``config`` (what ran, total seconds),
+        ``benchmarks`` (name to result: ``title``, ``columns``, ``rows``, ``checks``,
+        ``notes``, ``params``, ``seconds``) and ``skipped`` (name to reason).
+    """
+    selected = _select_benchmarks(names)
+    wanted, unavailable = _select_loops(loops)
+    if plot_path is not None and importlib.util.find_spec("matplotlib") is None:
+        raise RuntimeError("--plot needs matplotlib: pip install matplotlib (or 'aclasync[plot]')")
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale!r}")
+    for loop, reason in unavailable.items():
+        progress(f"loop {loop} skipped: {reason}")
+    if not wanted:
+        raise RuntimeError("none of the requested event loops is available")
+    cfg = BenchConfig(quick=quick, loops=wanted, progress=progress, scale=scale)
+    started = time.perf_counter()
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    machine = describe_machine()
+    benchmarks: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for name in selected:
+        progress(f"{name}: {BENCHMARKS[name].summary}")
+        begun = time.perf_counter()
+        try:
+            result = BENCHMARKS[name].fn(cfg)
+        except Skip as exc:
+            progress(f"{name}: {exc}")
+            skipped[name] = str(exc)
+            continue
+        result["seconds"] = time.perf_counter() - begun
+        benchmarks[name] = result
+        progress(f"{name}: done in {result['seconds']:.1f} s")
+    results: dict[str, Any] = {
+        "machine": machine,
+        "config": {
+            "benchmarks": list(selected),
+            "quick": quick,
+            "loops": list(wanted),
+            "unavailable_loops": unavailable,
+            "scale": scale,
+            "started": stamp,
+            "seconds": time.perf_counter() - started,
+        },
+        "benchmarks": benchmarks,
+        "skipped": skipped,
+    }
+    if json_path is not None:
+        write_json(results, json_path)
+        progress(f"wrote {json_path}")
+    if plot_path is not None:
+        plot(results, plot_path)
+        progress(f"wrote {plot_path}")
+    return results
+
+
+def _select_benchmarks(names: Iterable[str] | None) -> tuple[str, ...]:
+    if isinstance(names, str):
+        names = [names]
+    chosen = list(dict.fromkeys(names or ()))
+    unknown = [name for name in chosen if name not in BENCHMARKS]
+    if unknown:
+        raise ValueError(
+            f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}"
+        )
+    return tuple(chosen) or tuple(BENCHMARKS)
+
+
+def _select_loops(loops: Iterable[str] | str | None) -> tuple[tuple[str, ...], dict[str, str]]:
+    if loops is None or loops == "all":
+        names = list(LOOPS)
+    elif isinstance(loops, str):
+        names = [loops]
+    else:
+        names = list(dict.fromkeys(loops))
+        if "all" in names:
+            names = list(LOOPS)
+    unknown = [name for name in names if name not in LOOPS]
+    if unknown:
+        raise ValueError(f"unknown loop(s) {', '.join(unknown)}; choose from {', '.join(LOOPS)}")
+    unavailable = {name: why for name in names if (why := loop_unavailable(name)) is not None}
+    return tuple(name for name in names if name not in unavailable), unavailable

@@ -1,0 +1,257 @@
+"""``scale``: thousands of concurrent waiters over eight simulated devices.
+
+On each loop: open 8 devices of one ``aclasync.sim.create(device_count=8)`` runtime,
+hold every device's work stream behind a *gate* kernel (its ``fn`` blocks on a
+``threading.Event``), then queue one short kernel per waiter and start a task that
+awaits ``stream.synchronize()`` right after it, so every waiter has its own completion
+to wait for. With all waiters parked, open the gate and time until the last resumes,
+while a 1 ms ticker task in the same loop records how late it wakes.
+
+Memory per waiter is ``tracemalloc`` (all threads) around creating the parked waiters,
+minus the cost of the same number of bare launches measured just before; it is the
+Python heap a parked waiter adds (task, coroutine, waiter, the worker's watch and the
+simulator's fence event), not RSS, which the tracing itself would inflate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+import time
+import tracemalloc
+from typing import Any
+
+import anyio
+
+import aclasync
+from aclasync import sim
+from aclasync.sim import Kernel
+
+from ._common import BenchConfig, check, column, run_on_loop
+from ._stats import percentile
+
+__all__ = ["run"]
+
+TITLE = "Concurrent waiters over 8 devices"
+DEVICES = 8
+KERNEL_US = 100.0
+TICK = 0.001
+_GATE_TIMEOUT_S = 120.0
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Run the waiter flood on every loop of *cfg*; return the result."""
+    n = cfg.size(10_000, 2_000, minimum=DEVICES)
+    rows = []
+    checks = []
+    for loop in cfg.loops:
+        cfg.progress(f"scale [{loop}]: {n} waiters over {DEVICES} devices")
+        row = run_on_loop(loop, _measure, n)
+        row["loop"] = loop
+        rows.append(row)
+        per_device = row["threads_per_device"]
+        checks.append(check(f"threads per device [{loop}]", per_device, "<= 2", per_device <= 2))
+        own = row["bytes_front_end"] + row["bytes_sim"]
+        checks.append(
+            check(
+                f"bytes per waiter, aclasync + sim, task excluded [{loop}]",
+                own,
+                "<= 2048",
+                own <= 2048,
+            )
+        )
+        checks.append(
+            check(f"ticker p99 ms [{loop}]", row["tick_p99_ms"], "< 20", row["tick_p99_ms"] < 20)
+        )
+    return {
+        "title": TITLE,
+        "columns": [
+            column("loop", "loop"),
+            column("waiters", "waiters", "d"),
+            column("setup_s", "park s", ".2f"),
+            column("complete_s", "finish s", ".3f"),
+            column("device_s", "device s", ".3f"),
+            column("peak_threads", "threads", "d"),
+            column("threads_per_device", "thr/dev", ".2f"),
+            column("threads_constant", "thr const", ".0f"),
+            column("worker_threads", "aclasync thr", "d"),
+            column("sim_threads", "sim thr", "d"),
+            column("bytes_per_waiter", "B/waiter", ".0f"),
+            column("bytes_front_end", "B aclasync", ".0f"),
+            column("bytes_sim", "B sim", ".0f"),
+            column("bytes_task", "B task", ".0f"),
+            column("bytes_per_launch", "B/launch", ".0f"),
+            column("idle_tick_p99_ms", "idle tick p99", ".2f"),
+            column("tick_p50_ms", "tick p50 ms", ".2f"),
+            column("tick_p99_ms", "tick p99 ms", ".2f"),
+            column("tick_max_ms", "tick max ms", ".2f"),
+        ],
+        "rows": rows,
+        "checks": checks,
+        "chart": {"label": ["loop"], "value": "tick_p99_ms", "unit": "ms"},
+        "notes": [
+            "park s: launching and parking every waiter, under tracemalloc (slower); "
+            "finish s: gate opened to last waiter resumed; device s: the queued kernel "
+            "time per device (a lower bound for finish s).",
+            "threads: peak threading.active_count() above the count before the devices "
+            "opened; thr/dev: the growth per extra open, working device (1 to 8 devices), "
+            "thr const: what remains; aclasync thr / sim thr: threads by name at the peak.",
+            "B/waiter: tracemalloc bytes per parked waiter (its own kernel launch "
+            "subtracted), split into the aclasync front end (waiter, future, the "
+            "synchronize/park frames, the worker's watch), the simulator (fence event and "
+            "its record task) and the task itself (anyio task-group task, loop objects, "
+            "the waiting coroutine). The target applies to aclasync + sim.",
+            "tick: lateness of a 1 ms anyio.sleep ticker in the same loop while the "
+            "waiters complete (after a gc.collect() of the setup's garbage); idle tick: "
+            "the same before any device work.",
+        ],
+        "params": {"waiters": n, "devices": DEVICES, "kernel_us": KERNEL_US},
+    }
+
+
+async def _measure(n: int) -> dict[str, Any]:
+    acl = sim.create(device_count=DEVICES)
+    launch = acl.sim.launch_kernel
+    kernel = Kernel(duration_us=KERNEL_US)
+    empty = Kernel()
+    gate = threading.Event()
+    base_threads = threading.active_count()
+    idle_ticks = await _idle_ticks(0.2)
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(gate.set)  # never leave a device blocked, whatever happens
+        devices = []
+        active = []  # threads running once 1, 2, ... devices are open and working
+        for i in range(DEVICES):
+            dev = await stack.enter_async_context(aclasync.open_device(i, backend=acl))
+            devices.append(dev)
+            for _ in range(2):
+                stream = await stack.enter_async_context(dev.create_stream())
+                stream.launch(launch, empty)
+                await stream.synchronize()
+            active.append(threading.active_count())
+        work = [await stack.enter_async_context(dev.create_stream()) for dev in devices]
+        probes = [await stack.enter_async_context(dev.create_stream()) for dev in devices]
+        for stream in (*work, *probes):
+            stream.launch(launch, empty)
+            await stream.synchronize()
+        for stream in work:
+            stream.launch(launch, Kernel(fn=lambda: gate.wait(_GATE_TIMEOUT_S)))
+
+        async def barrier() -> None:
+            # A device worker runs jobs in order: once an idle stream's sync comes back,
+            # everything submitted to that device before it has been handled.
+            for probe in probes:
+                await probe.synchronize()
+
+        tracemalloc.start()
+        try:
+            before = tracemalloc.take_snapshot()
+            for i in range(n):
+                work[i % DEVICES].launch(launch, empty)
+            await barrier()
+            launched = tracemalloc.take_snapshot()
+            launch_cost = _by_component(before, launched)
+            del before
+            parked = 0
+            finished = 0
+            all_parked = anyio.Event()
+            all_done = anyio.Event()
+
+            async def waiter(stream: aclasync.Stream) -> None:
+                nonlocal parked, finished
+                stream.launch(launch, kernel)  # here, so each waiter has its own work
+                parked += 1
+                if parked == n:
+                    all_parked.set()
+                await stream.synchronize()
+                finished += 1
+                if finished == n:
+                    all_done.set()
+
+            async with anyio.create_task_group() as tg:
+                started = time.perf_counter()
+                for i in range(n):
+                    tg.start_soon(waiter, work[i % DEVICES])
+                await all_parked.wait()
+                await barrier()
+                setup = time.perf_counter() - started
+                waiter_cost = _by_component(launched, tracemalloc.take_snapshot())
+                del launched
+                tracemalloc.stop()
+                # Setup garbage (the snapshots above hold many GC-tracked objects) is
+                # collected now, so the timed phase pays only for its own collections.
+                gc.collect()
+                peak = threading.active_count()
+                names = [thread.name for thread in threading.enumerate()]
+                ticks: list[float] = []
+                threads: list[int] = []
+                tg.start_soon(_tick, all_done, ticks, threads)
+                opened = time.perf_counter()
+                gate.set()
+                with anyio.fail_after(_GATE_TIMEOUT_S):
+                    await all_done.wait()
+                complete = time.perf_counter() - opened
+        finally:
+            if tracemalloc.is_tracing():
+                tracemalloc.stop()
+    peak = max([peak, *threads])
+    per_waiter = {key: (waiter_cost[key] - launch_cost[key]) / n for key in waiter_cost}
+    return {
+        "waiters": n,
+        "setup_s": setup,
+        "complete_s": complete,
+        "device_s": n / DEVICES * KERNEL_US / 1e6,
+        "peak_threads": peak - base_threads,
+        "threads_per_device": (active[-1] - active[0]) / (DEVICES - 1),
+        "threads_constant": active[0] - base_threads - (active[-1] - active[0]) / (DEVICES - 1),
+        "worker_threads": sum(name.startswith("aclasync-device") for name in names),
+        "sim_threads": sum(name.startswith("aclasync-sim-") for name in names),
+        "bytes_per_launch": sum(launch_cost.values()) / n,
+        "bytes_per_waiter": sum(per_waiter.values()),
+        "bytes_front_end": per_waiter["aclasync"],
+        "bytes_sim": per_waiter["sim"],
+        "bytes_task": per_waiter["task"],
+        "idle_tick_p99_ms": percentile(idle_ticks, 99) * 1e3,
+        "tick_p50_ms": percentile(ticks, 50) * 1e3,
+        "tick_p99_ms": percentile(ticks, 99) * 1e3,
+        "tick_max_ms": max(ticks) * 1e3,
+        "ticks": len(ticks),
+    }
+
+
+def _by_component(first: tracemalloc.Snapshot, second: tracemalloc.Snapshot) -> dict[str, float]:
+    """Bytes allocated between two snapshots: the simulator, the rest of aclasync, and
+    everything else: the task that waits (the loop's and anyio's task objects and the
+    benchmark's own coroutine), which any concurrent code pays, waiting or not."""
+    totals = {"aclasync": 0.0, "sim": 0.0, "task": 0.0}
+    for diff in second.compare_to(first, "filename"):
+        name = diff.traceback[0].filename.replace("\\", "/")
+        if "/aclasync/sim/" in name:
+            totals["sim"] += diff.size_diff
+        elif "/aclasync/" in name:
+            totals["aclasync"] += diff.size_diff
+        else:
+            totals["task"] += diff.size_diff
+    return totals
+
+
+async def _tick(stop: anyio.Event, lateness: list[float], threads: list[int]) -> None:
+    """Sleep 1 ms at a time until *stop* is set, recording how late each wake-up is."""
+    while True:  # at least one tick, however fast the waiters finish
+        start = time.perf_counter()
+        await anyio.sleep(TICK)
+        lateness.append(time.perf_counter() - start - TICK)
+        threads.append(threading.active_count())
+        if stop.is_set():
+            return
+
+
+async def _idle_ticks(seconds: float) -> list[float]:
+    lateness: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        await anyio.sleep(TICK)
+        lateness.append(time.perf_counter() - start - TICK)
+    return lateness

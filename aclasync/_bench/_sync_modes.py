@@ -1,0 +1,266 @@
+"""``sync-modes``: default vs FAST_SYNC streams, wake-up latency and CPU per sync.
+
+Each sample launches one kernel on an otherwise idle stream and waits for it. The
+kernel's ``fn`` runs on the simulated device for the modelled length (it sleeps, GIL
+released, until its deadline) and stamps ``time.perf_counter()`` as its last act. A
+kernel whose ``duration_us`` is 0 completes as soon as its ``fn`` returns, on the same
+simulator thread and under one lock acquisition, so that stamp *is* the completion
+time, on the clock the waiter reads when it resumes. (Timing events are no help here:
+pyACL gives only the difference between two events, never a host-clock time.)
+
+Latency = waiter resumed - kernel completed. CPU per sync: ``time.thread_time()`` of
+the waiting thread around ``synchronize_stream`` (raw level only), and
+``time.process_time()`` over the whole launch-and-wait, divided by the number of syncs
+(both levels; it includes the simulator's threads and, through aclasync, the worker
+and the event loop).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import aclasync
+from aclasync import StreamFlag, sim
+from aclasync.sim import Kernel
+
+from ._common import BenchConfig, check, column, expect, run_in_thread, run_on_loop
+from ._stats import percentile, ratio
+
+__all__ = ["run"]
+
+TITLE = "Sync modes: completion-to-resume latency and CPU per sync"
+MODES: dict[str, int] = {
+    "default": 0,
+    "FAST_SYNC": int(StreamFlag.FAST_SYNC),
+    "FAST_LAUNCH|FAST_SYNC": int(StreamFlag.FAST_LAUNCH | StreamFlag.FAST_SYNC),
+}
+LENGTHS_US = (0, 100, 1_000, 10_000)
+_FULL = {0: 600, 100: 600, 1_000: 300, 10_000: 100}
+_QUICK = {0: 100, 100: 100, 1_000: 50, 10_000: 16}
+_POLLED_US = 1_000
+
+#: What one mode at one kernel length gave: lists of per-sync figures and totals.
+_Cell = dict[str, Any]
+_Waiter = Callable[[str, int], tuple[list[float], list[float], float, float]]
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Measure both levels (raw, then aclasync on every loop of *cfg*); return the result."""
+    counts = {length: cfg.size(_FULL[length], _QUICK[length], minimum=2) for length in LENGTHS_US}
+    rounds = 1 if cfg.scale < 1 else (2 if cfg.quick else 4)
+    cfg.progress(f"sync-modes [raw]: {sum(counts.values())} syncs per mode, one thread")
+    levels = {"raw": run_in_thread(_raw_level, counts, rounds)}
+    for loop in cfg.loops:
+        cfg.progress(f"sync-modes [{loop}]: {sum(counts.values())} syncs per mode via aclasync")
+        levels[loop] = run_on_loop(loop, _aclasync_level, counts, rounds)
+    rows = _rows(levels)
+    return {
+        "title": TITLE,
+        "columns": [
+            column("level", "level"),
+            column("kernel_us", "kernel us", "d"),
+            column("mode", "mode"),
+            column("n", "n", "d"),
+            column("measured_us", "ran us", ".0f"),
+            column("p50_us", "p50 us", ".1f"),
+            column("p99_us", "p99 us", ".1f"),
+            column("lat_vs_default", "p50/dflt", ".2f"),
+            column("thread_cpu_us", "thr cpu us", ".1f"),
+            column("cpu_us", "proc cpu us", ".1f"),
+            column("cpu_vs_default", "cpu/dflt", ".2f"),
+            column("gap_kept", "gap kept", ".2f"),
+        ],
+        "rows": rows,
+        "checks": _checks(rows, list(levels)),
+        "chart": {"label": ["level", "kernel_us", "mode"], "value": "p50_us", "unit": "us"},
+        "notes": [
+            "Latency: kernel completion (stamped by the kernel on the simulated device) to "
+            "the waiter running again. 'ran us' is the kernel's measured length.",
+            "thr cpu: thread_time of the raw waiting thread per sync; proc cpu: "
+            "process_time per launch+sync, all threads (simulator included).",
+            "gap kept: (default p50 - this mode's p50) through aclasync on that loop, "
+            "divided by the same gap at the raw level.",
+        ],
+        "params": {"counts": {str(k): v for k, v in counts.items()}, "rounds": rounds},
+    }
+
+
+class _Stamp:
+    """A kernel body that runs for *length* seconds and stamps when it finished."""
+
+    __slots__ = ("end", "length", "start")
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+        self.start = 0.0
+        self.end = 0.0
+
+    def __call__(self) -> None:
+        self.start = time.perf_counter()
+        if self.length:
+            time.sleep(self.length)
+        self.end = time.perf_counter()
+
+
+def _collect(counts: dict[int, int], rounds: int, wait: _Waiter) -> dict[tuple[str, int], _Cell]:
+    """Drive *wait* over every length and mode, modes interleaved in *rounds*."""
+    cells: dict[tuple[str, int], _Cell] = {}
+    for length in LENGTHS_US:
+        for _ in range(rounds):
+            for mode in MODES:
+                latencies, ran, thread_cpu, process_cpu = wait(mode, length)
+                cell = cells.setdefault((mode, length), _new_cell())
+                _merge(cell, latencies, ran, thread_cpu, process_cpu)
+    return cells
+
+
+def _new_cell() -> _Cell:
+    return {"latency": [], "ran": [], "thread_cpu": 0.0, "process_cpu": 0.0}
+
+
+def _merge(
+    cell: _Cell, latencies: list[float], ran: list[float], thread_cpu: float, process_cpu: float
+) -> None:
+    cell["latency"].extend(latencies)
+    cell["ran"].extend(ran)
+    cell["thread_cpu"] += thread_cpu
+    cell["process_cpu"] += process_cpu
+
+
+def _raw_level(counts: dict[int, int], rounds: int) -> dict[tuple[str, int], _Cell]:
+    acl = sim.create(device_count=1)
+    rt = acl.rt
+    expect(rt.set_device(0), "acl.rt.set_device")
+    streams = {}
+    for mode, flags in MODES.items():
+        handle, ret = rt.create_stream_with_config(0, flags)
+        expect(ret, "acl.rt.create_stream_with_config")
+        expect(acl.sim.launch_kernel(Kernel(), handle), "acl.sim.launch_kernel")
+        expect(rt.synchronize_stream(handle), "acl.rt.synchronize_stream")
+        streams[mode] = handle
+
+    def wait(mode: str, length: int) -> tuple[list[float], list[float], float, float]:
+        handle = streams[mode]
+        n = max(1, counts[length] // rounds)
+        latencies, ran = [], []
+        thread_cpu = 0.0
+        cpu_start = time.process_time()
+        for _ in range(n):
+            stamp = _Stamp(length / 1e6)
+            expect(acl.sim.launch_kernel(Kernel(fn=stamp), handle), "acl.sim.launch_kernel")
+            before = time.thread_time()
+            ret = rt.synchronize_stream(handle)
+            resumed = time.perf_counter()
+            thread_cpu += time.thread_time() - before
+            expect(ret, "acl.rt.synchronize_stream")
+            latencies.append(resumed - stamp.end)
+            ran.append(stamp.end - stamp.start)
+        return latencies, ran, thread_cpu, time.process_time() - cpu_start
+
+    try:
+        return _collect(counts, rounds, wait)
+    finally:
+        for handle in streams.values():
+            rt.destroy_stream(handle)
+        rt.reset_device(0)
+
+
+async def _aclasync_level(counts: dict[int, int], rounds: int) -> dict[tuple[str, int], _Cell]:
+    acl = sim.create(device_count=1)
+    launch = acl.sim.launch_kernel
+    cells: dict[tuple[str, int], _Cell] = {}
+    async with aclasync.open_device(0, backend=acl) as dev:
+        streams = {mode: await dev.create_stream(flags=flags) for mode, flags in MODES.items()}
+        for stream in streams.values():
+            stream.launch(launch, Kernel())
+            await stream.synchronize()
+        for length in LENGTHS_US:
+            n = max(1, counts[length] // rounds)
+            for _ in range(rounds):
+                for mode, stream in streams.items():
+                    latencies, ran = [], []
+                    cpu_start = time.process_time()
+                    for _ in range(n):
+                        stamp = _Stamp(length / 1e6)
+                        stream.launch(launch, Kernel(fn=stamp))
+                        await stream.synchronize()
+                        latencies.append(time.perf_counter() - stamp.end)
+                        ran.append(stamp.end - stamp.start)
+                    cell = cells.setdefault((mode, length), _new_cell())
+                    _merge(cell, latencies, ran, 0.0, time.process_time() - cpu_start)
+        for stream in streams.values():
+            await stream.aclose()
+    return cells
+
+
+def _rows(levels: dict[str, dict[tuple[str, int], _Cell]]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    raw = levels["raw"]
+    for level, cells in levels.items():
+        for length in LENGTHS_US:
+            base = cells[("default", length)]
+            base_p50 = percentile(base["latency"], 50)
+            base_cpu = base["process_cpu"] / len(base["latency"])
+            raw_default_p50 = percentile(raw[("default", length)]["latency"], 50)
+            for mode in MODES:
+                cell = cells[(mode, length)]
+                n = len(cell["latency"])
+                p50 = percentile(cell["latency"], 50)
+                cpu = cell["process_cpu"] / n
+                gap_kept = None
+                if level != "raw" and mode != "default":
+                    raw_gap = raw_default_p50 - percentile(raw[(mode, length)]["latency"], 50)
+                    gap_kept = ratio(base_p50 - p50, raw_gap)
+                rows.append(
+                    {
+                        "level": level,
+                        "kernel_us": length,
+                        "mode": mode,
+                        "n": n,
+                        "measured_us": percentile(cell["ran"], 50) * 1e6,
+                        "p50_us": p50 * 1e6,
+                        "p99_us": percentile(cell["latency"], 99) * 1e6,
+                        "lat_vs_default": ratio(p50, base_p50),
+                        "thread_cpu_us": cell["thread_cpu"] / n * 1e6 if level == "raw" else None,
+                        "cpu_us": cpu * 1e6,
+                        "cpu_vs_default": ratio(cpu, base_cpu),
+                        "gap_kept": gap_kept,
+                    }
+                )
+    return rows
+
+
+def _checks(rows: list[dict[str, Any]], levels: list[str]) -> list[dict[str, Any]]:
+    """FAST_SYNC must wake sooner at every length, and cost more CPU once there is a
+    real wait to poll through (kernels of 1 ms and more; a 0 us kernel ends before the
+    first poll)."""
+    checks = []
+    for level in levels:
+        fast = [r for r in rows if r["level"] == level and r["mode"] == "FAST_SYNC"]
+        latency = [r["lat_vs_default"] for r in fast if r["lat_vs_default"] is not None]
+        cpu = [
+            r["cpu_vs_default"]
+            for r in fast
+            if r["cpu_vs_default"] is not None and r["kernel_us"] >= _POLLED_US
+        ]
+        worst = max(latency, default=None)
+        least = min(cpu, default=None)
+        checks.append(
+            check(
+                f"FAST_SYNC p50 / default p50, worst length [{level}]",
+                worst,
+                "< 1",
+                None if worst is None else worst < 1,
+            )
+        )
+        checks.append(
+            check(
+                f"FAST_SYNC CPU / default CPU, kernels >= 1 ms [{level}]",
+                least,
+                "> 1",
+                None if least is None else least > 1,
+            )
+        )
+    return checks
