@@ -279,6 +279,7 @@ class Device(metaclass=NoPublicConstructor):
 
     def _teardown(self) -> tuple[int, str]:
         """On the worker: destroy owned events and streams, then reset the device."""
+        self._worker.settle()
         rt = self._acl.rt
         first: tuple[int, str] = (0, "")
         pooled = [h for handles in self._event_pool.values() for h in handles]

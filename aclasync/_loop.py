@@ -24,6 +24,8 @@ __all__ = ["WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
 WAKE_BATCH = 256
 
 _delivery: RunVar[Delivery] = RunVar("aclasync_delivery")
+#: Marks a trio waiter resumed before its coroutine parked (several waiters in flight).
+_RESOLVED = object()
 
 
 class Waiter:
@@ -118,7 +120,9 @@ class _TrioDelivery(Delivery):
     async def park(self, waiter: Waiter) -> Any:
         import trio
 
-        # Resumption runs on this thread too, so it cannot slip in before we park.
+        if waiter._task is _RESOLVED:  # resumed before it was awaited
+            await trio.lowlevel.checkpoint()
+            return waiter.value
         waiter._task = trio.lowlevel.current_task()
 
         def abort(_: object) -> trio.lowlevel.Abort:
@@ -133,9 +137,14 @@ class _TrioDelivery(Delivery):
         import outcome
         import trio
 
-        task, waiter._task = waiter._task, None
+        task = waiter._task
+        if task is _RESOLVED:
+            return
         if task is not None:
+            waiter._task = None
             trio.lowlevel.reschedule(task, outcome.Value(None))
+        elif not waiter.abandoned:
+            waiter._task = _RESOLVED
 
 
 def current_delivery() -> Delivery:

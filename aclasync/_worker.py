@@ -136,6 +136,8 @@ class DeviceWorker:
         self._idle = False
         self._stopping = False
         self._last_jobs = 0.0
+        #: The job being run, so that a death in the middle of it still answers it.
+        self._current: tuple[Any, ...] = ()
         self._backoff = options.fast_sync_poll_us / 1e6
         self._waiting: dict[int, Lane] = {}
         self._fence_pool: list[int] = []
@@ -224,7 +226,7 @@ class DeviceWorker:
         if inbox:
             self._last_jobs = time.monotonic()
         while inbox:
-            job = inbox.popleft()
+            job = self._current = inbox.popleft()
             op = job[0]
             if op == _LAUNCH:
                 self._launch(job[1], job[2], job[3], job[4])
@@ -238,6 +240,7 @@ class DeviceWorker:
                 self._stopping = True
                 waiter: Waiter = job[1]
                 return waiter
+        self._current = ()
         return None
 
     def _launch(
@@ -336,6 +339,15 @@ class DeviceWorker:
         self._fence_pool.append(fence.event)
         self._finish_all(fence, code, api)
 
+    def settle(self) -> None:
+        """On the worker, before a teardown: wait for every watched event, answer its
+        waiters as usual and hand them to their loops."""
+        while self._waiting:
+            lane = next(iter(self._waiting.values()))
+            self._rt.synchronize_event(lane.watches[0].event)
+            self._sweep()
+        self._flush()
+
     def _idle_wait(self) -> None:
         """Sleep until a job arrives or it is time to look for completions again.
 
@@ -423,13 +435,14 @@ class DeviceWorker:
         for lane in self._waiting.values():
             for watch in lane.watches:
                 waiters.extend(watch.waiters)
-        while self._inbox:
-            job = self._inbox.popleft()
+        jobs = [self._current, *self._inbox]
+        self._inbox.clear()
+        for job in jobs:
             waiters.extend(item for item in job if isinstance(item, Waiter))
         for batch in self._ready.values():
             waiters.extend(batch)
         self._ready = {}
-        for waiter in waiters:
+        for waiter in dict.fromkeys(waiters):  # each once, in order
             waiter.value = failed
             self._resolve(waiter)
         self._flush()

@@ -127,7 +127,7 @@ class MemoryCalls(CallGroup):
         if self._core.context is None:
             return None, RC.CONTEXT_NULL
         if count == 0 and dst_max >= 0:
-            empty = memoryview(b"")
+            empty = memoryview(bytearray())
             return (empty, empty, 0.0, True), RC.OK
         if dst == 0 or src == 0 or count < 0 or not 0 <= kind <= _MEMCPY_KIND_MAX:
             return None, RC.INVALID_PARAM

@@ -1,0 +1,110 @@
+"""``aclasync info``: which backend is in use and what it reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+from typing import Any
+
+from ._backend import ENV_VAR, resolve_backend
+from ._constants import RunMode
+from ._errors import raise_for_status
+from ._version import __version__
+
+__all__ = ["choose_backend", "collect_info", "format_info", "run_info"]
+
+
+def choose_backend(requested: str | None) -> tuple[str, str]:
+    """Return ``(backend, reason)``: the backend ``info`` reports on, and why that one.
+
+    ``--backend`` wins, then ``$ACLASYNC_BACKEND``, then native if ``import acl``
+    works, else the simulator. Unlike ``open_device(backend=None)``, which refuses to
+    guess, ``info`` is a diagnostic: it falls back to the simulator and says so.
+    """
+    if requested is not None:
+        return requested, "chosen with --backend"
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        if env not in ("sim", "native"):
+            raise ValueError(f"${ENV_VAR}={env!r}: expected 'sim' or 'native'")
+        return env, f"from ${ENV_VAR}"
+    try:
+        importlib.import_module("acl")
+    except ImportError as exc:
+        return "sim", f"`import acl` failed ({exc}), so the simulator"
+    return "native", "`import acl` works"
+
+
+def collect_info(requested: str | None) -> dict[str, Any]:
+    """Query the chosen backend and return what ``info`` prints, as a JSON-ready dict.
+
+    Blocks for as long as the runtime's queries take (instantly on the simulator).
+
+    Raises
+    ------
+    aclasync.BackendUnavailableError
+        If the native backend was asked for and ``import acl`` fails.
+    aclasync.AclError
+        If a runtime query returns a non-zero status.
+    """
+    name, reason = choose_backend(requested)
+    acl, _ = resolve_backend(name)
+    initialised = acl.init() == 0
+    try:
+        count, ret = acl.rt.get_device_count()
+        raise_for_status(ret, "acl.rt.get_device_count")
+        mode, ret = acl.rt.get_run_mode()
+        raise_for_status(ret, "acl.rt.get_run_mode")
+        soc = acl.get_soc_name()
+    finally:
+        # Only undo our own init: a runtime someone else initialised stays initialised.
+        if initialised:
+            acl.finalize()
+    try:
+        mode_name = RunMode(mode).name
+    except ValueError:
+        mode_name = f"unknown ({mode})"
+    info: dict[str, Any] = {
+        "version": __version__,
+        "backend": name,
+        "backend_reason": reason,
+        "device_count": int(count),
+        "soc_name": soc,
+        "run_mode": mode_name,
+        "run_mode_code": int(mode),
+        "profile": None,
+    }
+    sim = getattr(acl, "sim", None)
+    profile = getattr(sim, "profile", None)
+    if dataclasses.is_dataclass(profile) and not isinstance(profile, type):
+        info["profile"] = dataclasses.asdict(profile)
+    return info
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """Render the dict from ``collect_info`` as aligned text."""
+    rows = [
+        ("aclasync", info["version"]),
+        ("backend", f"{info['backend']} ({info['backend_reason']})"),
+        ("devices", str(info["device_count"])),
+        ("SoC", str(info["soc_name"])),
+        ("run mode", f"{info['run_mode']} ({info['run_mode_code']})"),
+    ]
+    profile = info["profile"]
+    lines = [f"{key:<9} {value}" for key, value in rows]
+    if profile is not None:
+        lines.append(f"simulator profile {profile['name']!r}:")
+        width = max(len(key) for key in profile)
+        lines.extend(
+            f"  {key:<{width}}  {value}" for key, value in profile.items() if key != "name"
+        )
+    return "\n".join(lines)
+
+
+def run_info(backend: str | None, as_json: bool) -> int:
+    """Print the backend report (text or JSON) to stdout; return the exit status."""
+    info = collect_info(backend)
+    print(json.dumps(info, indent=2) if as_json else format_info(info))
+    return 0

@@ -1,0 +1,311 @@
+"""The ``aclasync`` command line, run in-process (``_cli.main``) and as ``python -m aclasync``."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import aclasync
+import aclasync._demo
+import aclasync.sim
+from aclasync._cli import main
+from aclasync._cli_demo import ProgressDisplay
+from aclasync.sim._runtime import SimExtension
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI_TIMEOUT_S = 60
+
+
+def run_module(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m aclasync ARGS`` and return its outcome."""
+    return subprocess.run(
+        [sys.executable, "-m", "aclasync", *args],
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.fixture
+def no_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``import acl`` fail and clear ``$ACLASYNC_BACKEND``, whatever is installed."""
+    monkeypatch.setitem(sys.modules, "acl", None)
+    monkeypatch.delenv("ACLASYNC_BACKEND", raising=False)
+
+
+def assert_one_error_line(err: str, *fragments: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("aclasync: error: ")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+# -- info ------------------------------------------------------------------------------
+
+
+def test_info_sim_reports_runtime_and_every_profile_field(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["info", "--backend", "sim"]) == 0
+    out = capsys.readouterr().out
+    assert f"aclasync  {aclasync.__version__}" in out
+    assert "backend   sim (chosen with --backend)" in out
+    assert "devices   8" in out
+    assert "SoC       Ascend910B3" in out
+    assert "run mode  HOST (1)" in out
+    for field in dataclasses.fields(aclasync.sim.SocProfile):
+        if field.name != "name":
+            assert f"  {field.name} " in out
+
+
+def test_info_json_matches_the_default_simulator(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "--backend", "sim", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    acl = aclasync.sim.acl
+    assert info["version"] == aclasync.__version__
+    assert info["backend"] == "sim"
+    assert info["device_count"] == acl.rt.get_device_count()[0]
+    assert info["soc_name"] == acl.get_soc_name()
+    assert (info["run_mode"], info["run_mode_code"]) == ("HOST", 1)
+    assert info["profile"] == dataclasses.asdict(acl.sim.profile)
+
+
+@pytest.mark.usefixtures("no_native")
+def test_info_without_acl_falls_back_to_the_simulator_and_says_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["backend"] == "sim"
+    assert "import acl" in info["backend_reason"]
+
+
+@pytest.mark.usefixtures("no_native")
+def test_info_follows_the_environment_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACLASYNC_BACKEND", "sim")
+    assert main(["info"]) == 0
+    assert "backend   sim (from $ACLASYNC_BACKEND)" in capsys.readouterr().out
+    monkeypatch.setenv("ACLASYNC_BACKEND", "gpu")
+    assert main(["info"]) == 1
+    assert_one_error_line(capsys.readouterr().err, "ACLASYNC_BACKEND='gpu'")
+
+
+@pytest.mark.usefixtures("no_native")
+def test_info_native_without_cann_is_one_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "--backend", "native"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert_one_error_line(captured.err, "backend='native' needs CANN", "backend='sim'")
+
+
+def test_module_entry_point_reports_native_error_without_traceback(tmp_path: Path) -> None:
+    # A stand-in `acl` whose import fails, as on a machine without CANN.
+    (tmp_path / "acl.py").write_text("raise ImportError('libascendcl.so: cannot open')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("ACLASYNC_BACKEND", None)
+    done = run_module("info", "--backend", "native", env=env)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert_one_error_line(done.stderr, "libascendcl.so")
+
+
+def test_module_entry_point_prints_info_json() -> None:
+    done = run_module("info", "--backend", "sim", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["soc_name"] == "Ascend910B3"
+
+
+# -- demo ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop", "trio"])
+def test_demo_runs_verifies_and_summarises(capsys: pytest.CaptureFixture[str], loop: str) -> None:
+    argv = ["demo", "--devices", "2", "--items", "16", "--kernel-us", "500", "--loop", loop]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "verified 16/16 results against the host reference" in captured.out
+    rows = [line.split() for line in captured.out.splitlines()]
+    devices = [row for row in rows if len(row) == 4 and row[0] in ("0", "1")]
+    assert [(row[0], row[1]) for row in devices] == [("0", "8"), ("1", "8")]
+    assert all(0 < float(row[3].rstrip("%")) <= 100 for row in devices)
+    assert any(row[:2] == ["total", "16"] for row in rows)
+    assert "wall time" in captured.out
+    # Not a TTY: progress is a line every ~10 %, ending with the total.
+    progress = captured.err.strip().splitlines()
+    assert 2 <= len(progress) <= 11
+    assert progress[-1].startswith("16/16 items")
+
+
+def test_demo_reports_failed_verification(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = aclasync._demo.compute
+
+    def host_reference_off_by_one(x: Any, w: Any, out: Any) -> None:
+        real(x, w, out)
+        # Kernel bodies run on simulator core threads; only the host's check is skewed.
+        if not threading.current_thread().name.startswith("aclasync-sim-core"):
+            out += 1
+
+    monkeypatch.setattr(aclasync._demo, "compute", host_reference_off_by_one)
+    assert main(["demo", "--devices", "2", "--items", "8", "--kernel-us", "100"]) == 1
+    captured = capsys.readouterr()
+    assert "verified" not in captured.out
+    assert_one_error_line(
+        captured.err.splitlines()[-1], "verification failed", "8 of 8 results differ"
+    )
+
+
+def test_demo_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--devices", "0"]) == 2
+    assert_one_error_line(capsys.readouterr().err, "--devices must be >= 1")
+
+
+def test_unknown_loop_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--loop", "tokio"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'tokio'" in capsys.readouterr().err
+
+
+def test_progress_redraws_one_line_on_a_tty() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    display = ProgressDisplay(out)
+    state = aclasync._demo.PipelineProgress(total=3, per_device={0: 0, 1: 0})
+    for device in (0, 1, 0):
+        state.done += 1
+        state.per_device[device] += 1
+        display(state)
+    display.close()
+    text = out.getvalue()
+    assert text.count("\n") == 1
+    assert text.endswith("\n")
+    assert text.startswith("\r")
+    assert text.rstrip("\n").rsplit("\r\x1b[K", 1)[-1].startswith("3/3 items")
+    assert "d0:2 d1:1" in text
+
+
+# -- bench -----------------------------------------------------------------------------
+
+
+def test_bench_unknown_name_lists_the_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    from aclasync._bench import BENCHMARKS
+
+    assert main(["bench", "overhead", "nope"]) == 2
+    captured = capsys.readouterr()
+    assert_one_error_line(captured.err, "unknown benchmark(s): nope", *BENCHMARKS)
+    assert captured.out == ""
+
+
+def test_bench_writes_json_and_prints_the_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "bench.json"
+    argv = ["bench", "overhead", "--quick", "--loop", "asyncio", "--scale", "0.05"]
+    assert main([*argv, "--json", str(path)]) == 0
+    results = json.loads(path.read_text())
+    assert list(results["benchmarks"]) == ["overhead"]
+    assert results["config"]["loops"] == ["asyncio"]
+    assert "== overhead" in capsys.readouterr().out
+
+
+# -- trace -----------------------------------------------------------------------------
+
+
+def load_trace(path: Path) -> tuple[list[dict[str, Any]], dict[tuple[int, int], str]]:
+    trace = json.loads(path.read_text())
+    assert trace["displayTimeUnit"] == "ms"
+    events = trace["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    for span in spans:
+        assert span["ts"] >= 0
+        assert span["dur"] >= 0
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    return spans, tracks
+
+
+def test_trace_writes_a_timeline_with_a_track_per_stream(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "out" / "trace.json"
+    path.parent.mkdir()
+    assert main(["trace", "--items", "4", "--out", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert str(path) in out
+    assert "ui.perfetto.dev" in out
+    assert "chrome://tracing" in out
+    spans, tracks = load_trace(path)
+    kernels = [s for s in spans if s["name"] == "kernel"]
+    assert len(kernels) == 4
+    assert {s["pid"] for s in kernels} == {1, 2}  # devices 0 and 1
+    assert all(tracks[s["pid"], s["tid"]].startswith("stream 0x") for s in kernels)
+    assert all(s["dur"] >= 4000 for s in kernels)  # the demo's 5 ms kernels
+    finished = [s for s in spans if tracks[s["pid"], s["tid"]] == "items finished"]
+    assert len(finished) == 4
+
+
+def test_trace_without_an_observer_wraps_the_kernels(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(SimExtension, "set_observer")
+    path = tmp_path / "trace.json"
+    assert main(["trace", "--items", "6", "--devices", "3", "--out", str(path)]) == 0
+    assert "(kernel wrapper)" in capsys.readouterr().out
+    spans, tracks = load_trace(path)
+    kernels = [s for s in spans if tracks[s["pid"], s["tid"]] == "kernels"]
+    assert sorted(s["name"] for s in kernels) == ["kernel 1"] * 3 + ["kernel 2"] * 3
+    assert all(s["dur"] >= 4000 for s in kernels)
+
+
+def test_trace_to_an_unwritable_path_is_one_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "missing-dir" / "trace.json"
+    assert main(["trace", "--items", "2", "--out", str(target)]) == 1
+    assert_one_error_line(capsys.readouterr().err, "missing-dir")
+
+
+# -- examples --------------------------------------------------------------------------
+
+
+def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_example_pipeline_verifies_its_results() -> None:
+    done = run_example("pipeline.py", "--devices", "2", "--items", "8", "--kernel-us", "500")
+    assert done.returncode == 0, done.stderr
+    assert "8/8 results match the host reference" in done.stdout
+    assert done.stdout.count("device ") == 2
+
+
+def test_example_web_service_self_test_keeps_health_fast() -> None:
+    done = run_example("web_service.py", "--self-test", "--requests", "20")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "FAIL" not in done.stdout
+    assert done.stdout.count("[ok]") == 5
