@@ -59,7 +59,7 @@ class _Buffer(metaclass=NoPublicConstructor):
         self._closed = True
         device = self._device
         device._buffers.discard(self)
-        if device.closed:
+        if device._gone:
             await anyio.lowlevel.checkpoint()
             return
         free = getattr(device.acl.rt, self._free_api)

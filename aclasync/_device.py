@@ -71,6 +71,11 @@ class Device(metaclass=NoPublicConstructor):
         return self._closed
 
     @property
+    def _gone(self) -> bool:
+        """Closed or broken: nothing is left to release through the worker."""
+        return self._closed or self._worker.broken is not None
+
+    @property
     def worker_thread(self) -> Any:
         """The ``threading.Thread`` that makes this device's runtime calls."""
         return self._worker.thread

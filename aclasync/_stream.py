@@ -272,7 +272,7 @@ class Stream(metaclass=NoPublicConstructor):
             return
         self._closed = True
         device = self._device
-        if self.handle == 0 or device.closed:
+        if self.handle == 0 or device._gone:
             await anyio.lowlevel.checkpoint()
             return
         device._streams.discard(self)

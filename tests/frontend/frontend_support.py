@@ -1,0 +1,162 @@
+"""Helpers shared by the front-end tests: clocks, thread checks and backend proxies."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+
+import aclasync
+
+THREAD_PREFIXES = ("aclasync-device", "aclasync-sim-dev")
+
+
+def aclasync_threads() -> list[threading.Thread]:
+    """The live device-worker and simulator threads of the whole process."""
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIXES)]
+
+
+@contextlib.asynccontextmanager
+async def opened(backend: Any, device_id: int = 0, limit: float = 10.0) -> AsyncIterator[Any]:
+    """``aclasync.open_device(device_id, backend=backend)`` under a ``fail_after(limit)``.
+
+    A lost wake-up then fails the test with ``TimeoutError`` instead of hanging the run
+    (pytest-timeout's signal method cannot interrupt a hung trio test).
+    """
+    with anyio.fail_after(limit):
+        async with aclasync.open_device(device_id, backend=backend) as dev:
+            yield dev
+
+
+def ms(value: float) -> float:
+    """Milliseconds, as the microseconds ``Kernel(duration_us=...)`` takes."""
+    return value * 1000.0
+
+
+class Clock:
+    """Seconds elapsed since construction (or the last ``restart``)."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def restart(self) -> None:
+        self.start = time.monotonic()
+
+    def __call__(self) -> float:
+        return time.monotonic() - self.start
+
+
+class Log:
+    """A thread-safe list of side effects written by kernel bodies (``Kernel.fn``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.items: list[Any] = []
+
+    def add(self, item: Any) -> Callable[[], None]:
+        """A kernel body that appends *item* when it runs."""
+
+        def fn() -> None:
+            with self._lock:
+                self.items.append(item)
+
+        return fn
+
+    def snapshot(self) -> list[Any]:
+        with self._lock:
+            return list(self.items)
+
+
+class _RtProxy:
+    """Forwards every ``acl.rt`` attribute, calling ``hook(name, args)`` before each call."""
+
+    def __init__(self, rt: Any, hook: Callable[[str, tuple[Any, ...]], None]) -> None:
+        self._rt = rt
+        self._hook = hook
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._rt, name)
+        if not callable(target):
+            return target
+        hook = self._hook
+
+        def call(*args: Any) -> Any:
+            hook(name, args)
+            return target(*args)
+
+        call.__name__ = name
+        return call
+
+
+class ProxyAcl:
+    """A pyACL-shaped object wrapping a simulated runtime; subclasses hook ``rt`` calls."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.rt = _RtProxy(inner.rt, self.on_rt_call)
+        self.util = inner.util
+        self.sim = inner.sim
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+        """Called on the calling thread before ``acl.rt.<name>(*args)`` runs."""
+
+
+class BreakableAcl(ProxyAcl):
+    """Once armed, ``rt.query_event_status`` raises ``RuntimeError`` (a dying backend).
+
+    ``expect_queries(n)`` clears ``queried`` and sets it once ``query_event_status`` has
+    been called *n* more times: a way to know that the device worker went round its
+    loop (and so took every job submitted before) without sleeping.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.armed = threading.Event()
+        self.queried = threading.Event()
+        self._lock = threading.Lock()
+        self._queries = 0
+        self._target: int | None = None
+
+    def expect_queries(self, n: int) -> None:
+        with self._lock:
+            self.queried.clear()
+            self._target = self._queries + n
+
+    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+        if name != "query_event_status":
+            return
+        with self._lock:
+            self._queries += 1
+            if self._target is not None and self._queries >= self._target:
+                self.queried.set()
+        if self.armed.is_set():
+            raise RuntimeError("injected backend failure")
+
+
+class RecordingAcl(ProxyAcl):
+    """Records every ``rt`` call as ``(name, args, thread ident)``, in call order."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self._lock = threading.Lock()
+        self._calls: list[tuple[str, tuple[Any, ...], int]] = []
+
+    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._calls.append((name, args, threading.get_ident()))
+
+    @property
+    def calls(self) -> list[tuple[str, tuple[Any, ...], int]]:
+        with self._lock:
+            return list(self._calls)
+
+    def named(self, name: str) -> list[tuple[Any, ...]]:
+        """The argument tuples of every recorded call to ``acl.rt.<name>``."""
+        return [args for call, args, _ in self.calls if call == name]

@@ -1,0 +1,219 @@
+"""Choosing a backend, driving a pyACL-shaped object, and a backend that dies under us."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import anyio
+import pytest
+from frontend_support import BreakableAcl, Clock, Log, RecordingAcl, ms, opened
+
+import aclasync
+import aclasync.sim
+from aclasync import StreamFlag
+from aclasync.sim import Kernel
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_backend_sim_is_the_process_wide_simulator() -> None:
+    log = Log()
+    async with opened("sim", 7) as dev:  # the default runtime has eight devices
+        assert dev.backend_name == "sim"
+        assert dev.acl is aclasync.sim.acl
+        worker = dev.worker_thread
+        async with dev.create_stream() as s:
+            s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=ms(10), fn=log.add("ran")))
+            await s.synchronize()
+    assert log.snapshot() == ["ran"]
+    assert not worker.is_alive()
+    assert not [t for t in threading.enumerate() if t.name.startswith("aclasync-sim-dev7")]
+
+
+async def test_backend_none_follows_the_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ACLASYNC_BACKEND", "sim")
+    async with opened(None, 6) as dev:
+        assert dev.backend_name == "sim"
+        assert dev.acl is aclasync.sim.acl
+        await dev.synchronize()
+
+    monkeypatch.setenv("ACLASYNC_BACKEND", "bogus")
+    with pytest.raises(ValueError, match="ACLASYNC_BACKEND"):
+        async with aclasync.open_device(0):
+            pytest.fail("opened a device with ACLASYNC_BACKEND=bogus")
+
+
+@pytest.mark.parametrize(
+    ("backend", "env"), [("native", None), (None, None), (None, "native")], ids=str
+)
+async def test_native_backend_without_cann_says_how_to_use_the_simulator(
+    monkeypatch: pytest.MonkeyPatch, backend: str | None, env: str | None
+) -> None:
+    monkeypatch.setitem(sys.modules, "acl", None)  # `import acl` fails, as without CANN
+    if env is None:
+        monkeypatch.delenv("ACLASYNC_BACKEND", raising=False)
+    else:
+        monkeypatch.setenv("ACLASYNC_BACKEND", env)
+    with pytest.raises(aclasync.BackendUnavailableError) as info:
+        async with aclasync.open_device(0, backend=backend):
+            pytest.fail("opened a native device without CANN")
+    assert isinstance(info.value, aclasync.AclasyncError)
+    message = str(info.value)
+    assert "backend='sim'" in message
+    assert "ACLASYNC_BACKEND" in message
+
+
+async def test_runtime_calls_go_through_the_device_worker_in_pyacl_order(rt: Any) -> None:
+    acl = RecordingAcl(rt)
+    loop_thread = threading.get_ident()
+    async with opened(acl) as dev:
+        assert dev.backend_name == "RecordingAcl"
+        assert dev.acl is acl
+        worker = dev.worker_thread.ident
+        kernel = dev.acl.sim.launch_kernel
+
+        async with dev.create_stream(priority=3, flags=StreamFlag.FAST_SYNC) as early:
+            early.launch(kernel, Kernel(duration_us=ms(5)))
+            await early.synchronize()
+        s = await dev.create_stream(priority=1)  # left open for the device to destroy
+        s.launch(kernel, Kernel(duration_us=ms(20)))
+        ev = await s.record_event(timing=True)
+        await ev.synchronize()
+        await s.synchronize()
+        assert await s.query()
+        assert await s.get_overflow_status() == 0
+        dev.default_stream.launch(kernel, Kernel(duration_us=ms(5)))
+        await dev.default_stream.synchronize()
+        pending_calls = len(acl.calls)
+
+    calls = acl.calls
+    assert len(calls) > pending_calls  # leaving made calls too
+    assert calls[0][:2] == ("set_device", (0,))
+    threads = {ident for _, _, ident in calls}
+    assert threads == {worker}
+    assert worker != loop_thread
+
+    assert acl.named("create_stream_with_config") == [(3, int(StreamFlag.FAST_SYNC)), (1, 0)]
+    assert (ev.handle, s.handle) in acl.named("record_event")
+    for name in ("record_event", "stream_wait_event"):
+        for args in acl.named(name):
+            assert len(args) == 2
+    assert (early.handle,) in acl.named("destroy_stream")  # explicit close
+
+    names = [(name, args) for name, args, _ in calls]
+    assert names[-1] == ("reset_device", (0,))
+    teardown = names[pending_calls:]
+    assert ("destroy_stream", (s.handle,)) in teardown
+    for name in ("destroy_stream", "destroy_stream_force"):
+        assert (0,) not in acl.named(name)  # the default stream is never destroyed
+    assert ("destroy_event", (ev.handle,)) in teardown
+
+
+async def _outcome(outcomes: dict[str, BaseException | None], name: str, wait: Any) -> None:
+    try:
+        await wait()
+    except Exception as exc:
+        outcomes[name] = exc
+    else:
+        outcomes[name] = None
+
+
+async def _worker_went_round(acl: BreakableAcl) -> None:
+    """Return once the worker has swept at least once after every job submitted so far.
+
+    One loop round of the worker makes at most two ``query_event_status`` calls here
+    (registering the event watch, then the sweep), so the third one comes from a round
+    that started after the submissions and therefore took them all.
+    """
+    acl.expect_queries(3)
+    assert await anyio.to_thread.run_sync(acl.queried.wait, 5.0)
+
+
+def _assert_broken(exc: BaseException | None) -> None:
+    assert isinstance(exc, aclasync.DeviceBrokenError), exc
+    assert isinstance(exc, anyio.BrokenResourceError)
+    assert isinstance(exc, aclasync.AclasyncError)
+    assert isinstance(exc.__cause__, RuntimeError)
+
+
+async def test_worker_death_fails_pending_and_later_awaits_promptly(rt: Any) -> None:
+    acl = BreakableAcl(rt)
+    outcomes: dict[str, BaseException | None] = {}
+    async with opened(acl) as dev:
+        kernel = dev.acl.sim.launch_kernel
+        s = await dev.create_stream()
+        other = await dev.create_stream()
+        s.launch(kernel, Kernel(duration_us=ms(1000)))
+        ev = await s.record_event()
+
+        clock = Clock()
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                for i in range(3):
+                    tg.start_soon(_outcome, outcomes, f"stream {i}", s.synchronize)
+                    tg.start_soon(_outcome, outcomes, f"event {i}", ev.synchronize)
+                await anyio.wait_all_tasks_blocked()
+                await _worker_went_round(acl)
+                acl.armed.set()
+        assert clock() < 0.6  # nobody waited for the 1 s kernel
+
+        assert len(outcomes) == 6
+        for exc in outcomes.values():
+            _assert_broken(exc)
+
+        with anyio.fail_after(2):
+            for later in (
+                s.synchronize,
+                other.synchronize,
+                other.query,
+                ev.synchronize,
+                ev.query,
+                s.record_event,
+                dev.synchronize,
+                dev.create_stream,
+            ):
+                with pytest.raises(aclasync.DeviceBrokenError):
+                    await later()
+        with pytest.raises(aclasync.DeviceBrokenError):
+            other.launch(kernel, Kernel())
+
+        clock.restart()
+    assert clock() < 0.5  # leaving a broken device neither hangs nor waits for its work
+    assert not dev.worker_thread.is_alive()
+
+
+async def test_worker_death_while_taking_a_new_wait_fails_that_wait(rt: Any) -> None:
+    acl = BreakableAcl(rt)
+    outcomes: dict[str, BaseException | None] = {}
+    async with opened(acl) as dev:
+        s = await dev.create_stream()
+        s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=ms(500)))
+        ev = await s.record_event()
+        acl.armed.set()  # the worker dies in the very call that registers the wait
+        with anyio.fail_after(3):
+            await _outcome(outcomes, "event", ev.synchronize)
+        _assert_broken(outcomes["event"])
+        with pytest.raises(aclasync.DeviceBrokenError):
+            await s.synchronize()
+
+
+async def test_worker_death_fails_a_pending_device_synchronize(rt: Any) -> None:
+    acl = BreakableAcl(rt)
+    outcomes: dict[str, BaseException | None] = {}
+    async with opened(acl) as dev:
+        kernel = dev.acl.sim.launch_kernel
+        a = await dev.create_stream()
+        b = await dev.create_stream()
+        a.launch(kernel, Kernel(duration_us=ms(600)))
+        b.launch(kernel, Kernel(duration_us=ms(600)))
+        with anyio.fail_after(3):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_outcome, outcomes, "device", dev.synchronize)
+                await anyio.wait_all_tasks_blocked()
+                await _worker_went_round(acl)
+                acl.armed.set()
+        _assert_broken(outcomes["device"])

@@ -1,0 +1,274 @@
+"""Waiting without blocking: synchronize, events, timeouts, cancellation, ordering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from frontend_support import Clock, Log, ms, opened
+
+import aclasync
+from aclasync import StreamFlag
+from aclasync.sim import Kernel
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    "flags", [StreamFlag.DEFAULT, StreamFlag.FAST_SYNC], ids=["default", "fast_sync"]
+)
+async def test_synchronize_leaves_the_loop_free_and_other_streams_running(
+    rt: Any, flags: StreamFlag
+) -> None:
+    ticks = 0
+    long_wait: dict[str, float] = {}
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.005)
+            ticks += 1
+
+    async with opened(rt) as dev:
+        assert dev.backend_name == "SimAcl"
+        kernel = dev.acl.sim.launch_kernel
+        async with dev.create_stream(flags=flags) as s1, dev.create_stream() as s2:
+
+            async def wait_long(tg: anyio.abc.TaskGroup) -> None:
+                clock, ticks_before = Clock(), ticks
+                await s1.synchronize()
+                long_wait["seconds"] = clock()
+                long_wait["ticks"] = ticks - ticks_before
+                tg.cancel_scope.cancel()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ticker)
+                s1.launch(kernel, Kernel(duration_us=ms(400)))
+                tg.start_soon(wait_long, tg)
+                await anyio.wait_all_tasks_blocked()
+
+                s2.launch(kernel, Kernel(duration_us=ms(1)))
+                clock = Clock()
+                await s2.synchronize()
+                short_seconds = clock()
+                assert not long_wait, "the 400 ms kernel finished before the short one"
+
+    assert short_seconds < 0.1
+    assert long_wait["seconds"] >= 0.35
+    assert long_wait["ticks"] >= 30
+
+
+async def test_stream_and_event_timeouts_raise_and_leave_the_stream_usable(rt: Any) -> None:
+    log = Log()
+    async with opened(rt) as dev, dev.create_stream() as s:
+        kernel = dev.acl.sim.launch_kernel
+        s.launch(kernel, Kernel(duration_us=ms(500)))
+        s.launch(kernel, Kernel(fn=log.add("done")))
+        ev = await s.record_event()
+
+        clock = Clock()
+        with pytest.raises(aclasync.AclTimeoutError) as stream_info:
+            await s.synchronize(timeout=0.05)
+        with pytest.raises(aclasync.AclTimeoutError) as event_info:
+            await ev.synchronize(timeout=0.05)
+        assert clock() < 0.3
+        assert log.snapshot() == []
+
+        err = stream_info.value
+        assert isinstance(err, TimeoutError)
+        assert isinstance(err, aclasync.AclError)
+        assert err.code == 507046
+        assert err.name == "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"
+        assert err.device == 0
+        assert err.stream == s.handle
+
+        err = event_info.value
+        assert isinstance(err, TimeoutError)
+        assert err.code == 507047
+        assert err.name == "ACL_ERROR_RT_EVENT_SYNC_TIMEOUT"
+
+        await s.synchronize()
+        assert log.snapshot() == ["done"]
+        await ev.synchronize(timeout=5.0)
+        assert await ev.query()
+
+        s.launch(kernel, Kernel(duration_us=ms(5), fn=log.add("again")))
+        await s.synchronize(timeout=5.0)
+        assert log.snapshot() == ["done", "again"]
+
+
+async def test_device_synchronize_timeout(rt: Any) -> None:
+    async with opened(rt) as dev, dev.create_stream() as s:
+        s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=ms(300)))
+        with pytest.raises(aclasync.AclTimeoutError) as info:
+            await dev.synchronize(timeout=0.05)
+        assert info.value.code == 507046
+        await dev.synchronize(timeout=5.0)
+        assert await s.query()
+
+
+async def test_cancelled_synchronize_ends_promptly_and_work_continues(rt: Any) -> None:
+    log = Log()
+    async with opened(rt) as dev, dev.create_stream() as s:
+        kernel = dev.acl.sim.launch_kernel
+        s.launch(kernel, Kernel(duration_us=ms(300)))
+        s.launch(kernel, Kernel(fn=log.add("done")))
+        ev = await s.record_event()
+
+        clock = Clock()
+        with anyio.move_on_after(0.05) as scope:
+            await s.synchronize()
+        assert scope.cancelled_caught
+        with anyio.move_on_after(0.05) as scope:
+            await ev.synchronize()
+        assert scope.cancelled_caught
+        assert clock() < 0.25
+        assert log.snapshot() == []
+
+        await s.synchronize()
+        assert log.snapshot() == ["done"]
+        s.launch(kernel, Kernel(fn=log.add("again")))
+        await s.synchronize()
+        assert log.snapshot() == ["done", "again"]
+
+
+async def test_cancelled_waiters_do_not_disturb_other_waiters(rt: Any) -> None:
+    log = Log()
+    seen: dict[str, list[Any]] = {}
+    async with opened(rt) as dev, dev.create_stream() as s:
+        kernel = dev.acl.sim.launch_kernel
+        s.launch(kernel, Kernel(duration_us=ms(250)))
+        s.launch(kernel, Kernel(fn=log.add("done")))
+        ev = await s.record_event()
+
+        async def patient(name: str, wait: Any) -> None:
+            await wait()
+            seen[name] = log.snapshot()
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(patient, "stream", s.synchronize)
+                tg.start_soon(patient, "event", ev.synchronize)
+                # Many cancelled waiters sharing the same watches as the patient ones.
+                with anyio.move_on_after(0.05) as scope:
+                    async with anyio.create_task_group() as doomed:
+                        for _ in range(40):
+                            doomed.start_soon(s.synchronize)
+                            doomed.start_soon(ev.synchronize)
+                assert scope.cancelled_caught
+                tg.start_soon(patient, "late stream", s.synchronize)
+                tg.start_soon(patient, "late event", ev.synchronize)
+
+    assert seen == {
+        "stream": ["done"],
+        "event": ["done"],
+        "late stream": ["done"],
+        "late event": ["done"],
+    }
+
+
+async def test_query_reports_busy_then_idle(rt: Any) -> None:
+    async with opened(rt) as dev, dev.create_stream() as s:
+        assert await s.query() is True
+        s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=ms(200)))
+        ev = await s.record_event()
+        assert await s.query() is False
+        assert await ev.query() is False
+        await ev.synchronize()
+        assert await ev.query() is True
+        assert await s.query() is True
+
+
+async def test_device_synchronize_waits_for_all_streams(rt: Any) -> None:
+    log = Log()
+    async with opened(rt) as dev:
+        kernel = dev.acl.sim.launch_kernel
+        async with dev.create_stream() as a, dev.create_stream() as b:
+            for stream, name, duration in (
+                (a, "a", 100),
+                (b, "b", 200),
+                (dev.default_stream, "default", 150),
+            ):
+                stream.launch(kernel, Kernel(duration_us=ms(duration)))
+                stream.launch(kernel, Kernel(fn=log.add(name)))
+            with anyio.fail_after(5):
+                await dev.synchronize()
+            assert sorted(log.snapshot()) == ["a", "b", "default"]
+            assert await a.query()
+            assert await b.query()
+
+
+async def test_event_elapsed_time_measures_the_work_between(rt: Any) -> None:
+    async with opened(rt) as dev, dev.create_stream() as s:
+        start = await s.record_event(timing=True)
+        s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=ms(50)))
+        end = await s.record_event(timing=True)
+        assert start.timing
+        assert end.timing
+        elapsed = await start.elapsed_time(end)
+        assert isinstance(elapsed, float)
+        assert 40.0 <= elapsed <= 200.0
+
+        plain = await s.record_event()
+        assert not plain.timing
+        with pytest.raises(ValueError, match="timing=True"):
+            await start.elapsed_time(plain)
+        with pytest.raises(TypeError):
+            await start.elapsed_time("end")  # type: ignore[arg-type]
+
+
+async def test_wait_event_orders_work_across_streams(rt: Any) -> None:
+    log = Log()
+    seen: list[list[Any]] = []
+    async with opened(rt) as dev:
+        kernel = dev.acl.sim.launch_kernel
+        async with dev.create_stream() as a, dev.create_stream() as b:
+            a.launch(kernel, Kernel(duration_us=ms(100)))
+            a.launch(kernel, Kernel(fn=log.add("a finished")))
+            ev = await a.record_event()
+
+            b.wait_event(ev)
+            b.launch(kernel, Kernel(fn=lambda: seen.append(log.snapshot())))
+            await b.synchronize()
+            assert seen == [["a finished"]]
+
+
+async def test_event_synchronize_waits_for_the_recorded_work_only(rt: Any) -> None:
+    log = Log()
+    async with opened(rt) as dev, dev.create_stream() as s:
+        kernel = dev.acl.sim.launch_kernel
+        s.launch(kernel, Kernel(duration_us=ms(50), fn=log.add("before")))
+        ev = await s.record_event()
+        s.launch(kernel, Kernel(duration_us=ms(300)))
+        s.launch(kernel, Kernel(fn=log.add("after")))
+        await ev.synchronize()
+        assert log.snapshot() == ["before"]
+        assert await s.query() is False
+        await s.synchronize()
+        assert log.snapshot() == ["before", "after"]
+
+
+async def test_queueing_never_checkpoints_but_awaiting_always_does(rt: Any) -> None:
+    log = Log()
+    async with opened(rt) as dev, dev.create_stream() as a, dev.create_stream() as b:
+        kernel = dev.acl.sim.launch_kernel
+        ev = await a.record_event()
+        queued = False
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            a.launch(kernel, Kernel(fn=log.add("a")))  # synchronous: no Cancelled here
+            b.wait_event(ev)
+            b.launch(kernel, Kernel(fn=log.add("b")))
+            queued = True
+            await a.query()  # an idle stream's query still checkpoints
+        assert queued
+        assert scope.cancelled_caught
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await b.synchronize()
+        assert scope.cancelled_caught
+
+        await a.synchronize()
+        await b.synchronize()
+        assert sorted(log.snapshot()) == ["a", "b"]
