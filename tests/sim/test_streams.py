@@ -1,0 +1,453 @@
+"""Streams: lifetime, ordering, concurrency, synchronisation, limits and sync modes."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+import pytest
+
+from aclasync._codes import ErrorCode
+from aclasync._constants import MemAttr, StreamFlag, StreamStatus
+from aclasync.sim import Kernel
+
+MS = 1000  # microseconds per millisecond, for Kernel(duration_us=...)
+
+
+def elapsed(fn, *args):
+    start = time.perf_counter()
+    result = fn(*args)
+    return result, time.perf_counter() - start
+
+
+# -- lifetime --------------------------------------------------------------------------
+
+
+def test_create_and_destroy(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    assert isinstance(stream, int)
+    assert stream != 0
+    other = check(dev0.rt.create_stream())
+    assert other != stream
+    check(dev0.rt.destroy_stream(stream))
+    check(dev0.rt.destroy_stream(stream), ErrorCode.ACL_ERROR_RT_PARAM_INVALID, "twice")
+    check(dev0.rt.destroy_stream_force(other))
+    check(dev0.rt.destroy_stream_force(other), ErrorCode.ACL_ERROR_RT_PARAM_INVALID)
+
+
+def test_destroy_null_stream(dev0, check):
+    check(dev0.rt.destroy_stream(0), ErrorCode.ACL_ERROR_INVALID_PARAM)
+    check(dev0.rt.destroy_stream_force(0), ErrorCode.ACL_ERROR_INVALID_PARAM)
+
+
+def test_destroy_outside_the_streams_context(dev0, check):
+    default = check(dev0.rt.get_context())
+    stream = check(dev0.rt.create_stream())
+    check(dev0.rt.create_context(0))
+    wrong = ErrorCode.ACL_ERROR_RT_STREAM_CONTEXT
+    check(dev0.rt.destroy_stream(stream), wrong, "destroy_stream")
+    check(dev0.rt.destroy_stream_force(stream), wrong, "destroy_stream_force")
+    check(dev0.rt.synchronize_stream(stream), what="sync works on any context's stream")
+    assert check(dev0.rt.stream_query(stream)) == StreamStatus.COMPLETE
+    check(dev0.rt.set_context(default))
+    check(dev0.rt.destroy_stream(stream))
+
+
+def test_destroy_stream_waits_for_queued_work(dev0, check):
+    ran = []
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), stream))
+    check(dev0.sim.launch_kernel(Kernel(fn=lambda: ran.append("b")), stream))
+    ret, took = elapsed(dev0.rt.destroy_stream, stream)
+    check(ret)
+    assert ran == ["b"]
+    assert took >= 0.12
+
+
+def test_destroy_stream_force_drops_queued_work(dev0, check):
+    ran = []
+    started, release = threading.Event(), threading.Event()
+
+    def blocker():
+        ran.append("a")
+        started.set()
+        release.wait(10)
+
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(fn=blocker), stream))
+    check(dev0.sim.launch_kernel(Kernel(fn=lambda: ran.append("b")), stream))
+    assert started.wait(5)
+    ret, took = elapsed(dev0.rt.destroy_stream_force, stream)
+    release.set()
+    check(ret)
+    assert took < 1.0, "destroy_stream_force must not wait for the running task"
+    probe = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=100 * MS, fn=lambda: ran.append("c")), probe))
+    check(dev0.rt.synchronize_stream(probe))
+    check(dev0.rt.synchronize_device())
+    assert ran == ["a", "c"]
+
+
+# -- ordering and concurrency ----------------------------------------------------------
+
+
+def test_tasks_of_a_stream_run_in_fifo_order(dev0, check):
+    ran = []
+    stream = check(dev0.rt.create_stream())
+    for i in range(30):
+        kernel = Kernel(duration_us=(i % 3) * 500, fn=lambda i=i: ran.append(i))
+        check(dev0.sim.launch_kernel(kernel, stream))
+    check(dev0.rt.synchronize_stream(stream))
+    assert ran == list(range(30))
+
+
+def test_streams_of_a_device_run_concurrently(dev0, check):
+    one = check(dev0.rt.create_stream())
+    two = check(dev0.rt.create_stream())
+    start = time.perf_counter()
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), one))
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), one))
+    check(dev0.rt.synchronize_stream(one))
+    serial = time.perf_counter() - start
+    start = time.perf_counter()
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), one))
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), two))
+    check(dev0.rt.synchronize_stream(one))
+    check(dev0.rt.synchronize_stream(two))
+    parallel = time.perf_counter() - start
+    assert serial >= 0.29
+    assert 0.14 <= parallel < 0.7 * serial
+
+
+@pytest.mark.parametrize(("duration_ms", "body_ms"), [(150, 0), (0, 150), (150, 60), (60, 150)])
+def test_kernel_takes_the_longer_of_duration_and_body(dev0, check, duration_ms, body_ms):
+    def body():
+        time.sleep(body_ms / 1000)  # the kernel's own work
+
+    stream = check(dev0.rt.create_stream())
+    start = time.perf_counter()
+    check(dev0.sim.launch_kernel(Kernel(duration_us=duration_ms * MS, fn=body), stream))
+    check(dev0.rt.synchronize_stream(stream))
+    took = time.perf_counter() - start
+    assert 0.14 <= took < 0.35
+
+
+def test_slow_kernel_body_does_not_delay_other_streams(dev0, check):
+    slow = check(dev0.rt.create_stream())
+    quick = check(dev0.rt.create_stream())
+
+    def body():
+        time.sleep(0.4)  # a long-running kernel body
+
+    check(dev0.sim.launch_kernel(Kernel(fn=body), slow))
+    start = time.perf_counter()
+    check(dev0.sim.launch_kernel(Kernel(duration_us=50 * MS), quick))
+    check(dev0.rt.synchronize_stream(quick))
+    assert time.perf_counter() - start < 0.3
+    assert check(dev0.rt.stream_query(slow)) == StreamStatus.NOT_READY
+    check(dev0.rt.synchronize_stream(slow))
+
+
+def test_default_stream_does_not_wait_for_other_streams(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=300 * MS), stream))
+    check(dev0.sim.launch_kernel(Kernel(duration_us=1 * MS), 0))
+    ret, took = elapsed(dev0.rt.synchronize_stream, 0)
+    check(ret)
+    assert took < 0.2
+    assert check(dev0.rt.stream_query(stream)) == StreamStatus.NOT_READY
+
+
+def test_stream_wait_event_orders_streams(dev0, check):
+    times = {}
+    producer = check(dev0.rt.create_stream())
+    waiter = check(dev0.rt.create_stream())
+    free = check(dev0.rt.create_stream())
+    event = check(dev0.rt.create_event())
+    start = time.perf_counter()
+    check(dev0.sim.launch_kernel(Kernel(duration_us=200 * MS), producer))
+    check(dev0.rt.record_event(event, producer))
+    check(dev0.rt.stream_wait_event(waiter, event))
+    mark = Kernel(fn=lambda: times.setdefault("waiter", time.perf_counter() - start))
+    check(dev0.sim.launch_kernel(mark, waiter))
+    mark = Kernel(fn=lambda: times.setdefault("free", time.perf_counter() - start))
+    check(dev0.sim.launch_kernel(mark, free))
+    check(dev0.rt.synchronize_stream(waiter))
+    check(dev0.rt.synchronize_stream(free))
+    assert times["free"] < 0.1, "a stream without the wait runs at once"
+    assert times["waiter"] >= 0.18, "the waiting stream starts after the recorded work"
+
+
+def test_stream_wait_event_captures_the_record_at_wait_time(dev0, check):
+    producer = check(dev0.rt.create_stream())
+    waiter = check(dev0.rt.create_stream())
+    event = check(dev0.rt.create_event())
+    start = time.perf_counter()
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), producer))
+    check(dev0.rt.record_event(event, producer))
+    check(dev0.rt.stream_wait_event(waiter, event))
+    check(dev0.sim.launch_kernel(Kernel(duration_us=400 * MS), producer))
+    check(dev0.rt.record_event(event, producer))
+    check(dev0.rt.synchronize_stream(waiter))
+    took = time.perf_counter() - start
+    assert 0.13 <= took < 0.45, "the wait ends with the record it captured, not the later one"
+
+
+def test_stream_wait_event_on_default_stream(dev0, check):
+    producer = check(dev0.rt.create_stream())
+    event = check(dev0.rt.create_event())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), producer))
+    check(dev0.rt.record_event(event, producer))
+    check(dev0.rt.stream_wait_event(0, event))
+    ret, took = elapsed(dev0.rt.synchronize_stream, 0)
+    check(ret)
+    assert took >= 0.12
+
+
+# -- query and synchronize -------------------------------------------------------------
+
+
+def test_stream_query_reports_progress(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    assert check(dev0.rt.stream_query(stream)) == StreamStatus.COMPLETE
+    check(dev0.sim.launch_kernel(Kernel(duration_us=200 * MS), stream))
+    assert check(dev0.rt.stream_query(stream)) == StreamStatus.NOT_READY
+    check(dev0.rt.synchronize_stream(stream))
+    assert check(dev0.rt.stream_query(stream)) == StreamStatus.COMPLETE
+
+
+def test_synchronize_stream_waits_for_all_queued_work(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    for _ in range(3):
+        check(dev0.sim.launch_kernel(Kernel(duration_us=50 * MS), stream))
+    ret, took = elapsed(dev0.rt.synchronize_stream, stream)
+    check(ret)
+    assert 0.14 <= took < 1.0
+
+
+def test_synchronize_stream_with_timeout(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=300 * MS), stream))
+    timeout = ErrorCode.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+    ret, took = elapsed(dev0.rt.synchronize_stream_with_timeout, stream, 50)
+    check(ret, timeout, "50 ms on a 300 ms kernel")
+    assert 0.04 <= took < 0.25
+    ret, took = elapsed(dev0.rt.synchronize_stream_with_timeout, stream, 0)
+    check(ret, timeout, "0 polls once")
+    assert took < 0.1
+    invalid = ErrorCode.ACL_ERROR_RT_PARAM_INVALID
+    check(dev0.rt.synchronize_stream_with_timeout(stream, -2), invalid)
+    check(dev0.rt.synchronize_stream_with_timeout(stream, -1000), invalid)
+    check(dev0.rt.synchronize_stream_with_timeout(stream, -1), what="-1 waits forever")
+    check(dev0.rt.synchronize_stream_with_timeout(stream, 0), what="poll once when idle")
+    check(dev0.rt.synchronize_stream_with_timeout(stream, 10))
+
+
+def test_synchronize_device_waits_for_every_stream(dev0, check):
+    streams = [check(dev0.rt.create_stream()) for _ in range(3)] + [0]
+    for i, stream in enumerate(streams):
+        check(dev0.sim.launch_kernel(Kernel(duration_us=(50 + 50 * i) * MS), stream))
+    ret, took = elapsed(dev0.rt.synchronize_device)
+    check(ret)
+    assert took >= 0.18
+    for stream in streams:
+        assert check(dev0.rt.stream_query(stream)) == StreamStatus.COMPLETE
+
+
+def test_synchronize_device_covers_explicit_contexts_of_the_device(dev0, check):
+    default = check(dev0.rt.get_context())
+    check(dev0.rt.create_context(0))
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), stream))
+    check(dev0.rt.set_context(default))
+    ret, took = elapsed(dev0.rt.synchronize_device)
+    check(ret)
+    assert took >= 0.12
+
+
+def test_synchronize_device_with_timeout(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=300 * MS), stream))
+    ret, took = elapsed(dev0.rt.synchronize_device_with_timeout, 40)
+    check(ret, ErrorCode.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
+    assert 0.03 <= took < 0.25
+    check(dev0.rt.synchronize_device_with_timeout(-2), ErrorCode.ACL_ERROR_RT_PARAM_INVALID)
+    check(dev0.rt.synchronize_device_with_timeout(-1))
+    assert check(dev0.rt.stream_query(stream)) == StreamStatus.COMPLETE
+
+
+def test_blocking_sync_releases_the_gil_and_does_not_spin(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    count = 0
+    stop = threading.Event()
+
+    def spin():
+        nonlocal count
+        while not stop.is_set():
+            count += 1
+
+    check(dev0.sim.launch_kernel(Kernel(duration_us=300 * MS), stream))
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        cpu = time.thread_time()
+        wall = time.perf_counter()
+        check(dev0.rt.synchronize_stream(stream))
+        cpu = time.thread_time() - cpu
+        wall = time.perf_counter() - wall
+    finally:
+        stop.set()
+        spinner.join()
+    assert wall >= 0.25
+    assert count > 10_000, "another Python thread must run while the host waits"
+    assert cpu < 0.3 * wall, "a passive wait must not burn the waiter's CPU"
+
+
+# -- reset waits for work --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reset", ["reset_device", "reset_device_force"])
+def test_reset_waits_for_default_context_work(dev0, check, reset):
+    ran = []
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=150 * MS), stream))
+    check(dev0.sim.launch_kernel(Kernel(fn=lambda: ran.append("stream")), stream))
+    check(dev0.sim.launch_kernel(Kernel(duration_us=100 * MS), 0))
+    check(dev0.sim.launch_kernel(Kernel(fn=lambda: ran.append("default")), 0))
+    ret, took = elapsed(getattr(dev0.rt, reset), 0)
+    check(ret)
+    assert sorted(ran) == ["default", "stream"]
+    assert took >= 0.12
+    check(dev0.rt.synchronize_stream(stream), ErrorCode.ACL_ERROR_RT_CONTEXT_NULL)
+
+
+# -- limits ----------------------------------------------------------------------------
+
+
+def test_stream_limit_of_310b4_is_510_explicit_streams(make_rt, check):
+    rt = make_rt(soc="Ascend310B4")
+    check(rt.rt.set_device(0))
+    streams = [check(rt.rt.create_stream(), what=f"stream {i}") for i in range(510)]
+    assert len(set(streams)) == 510
+    check(rt.rt.create_stream(), ErrorCode.ACL_ERROR_RT_NO_STREAM_RESOURCE, "511th")
+    check(rt.rt.create_stream_with_config(0, StreamFlag.FAST_SYNC), 207008)
+    check(rt.rt.destroy_stream(streams.pop()))
+    check(rt.rt.create_stream(), what="a freed slot can be reused")
+
+
+def test_explicit_context_default_stream_counts_against_limit(make_rt, check):
+    rt = make_rt(stream_limit=10)
+    check(rt.rt.set_device(0))
+    check(rt.rt.create_context(0))
+    for i in range(7):
+        check(rt.rt.create_stream(), what=f"stream {i}")
+    check(rt.rt.create_stream(), ErrorCode.ACL_ERROR_RT_NO_STREAM_RESOURCE)
+
+
+def test_stream_limit_is_per_device(make_rt, check):
+    rt = make_rt(stream_limit=4)
+    check(rt.rt.set_device(0))
+    check(rt.rt.create_stream())
+    check(rt.rt.create_stream())
+    check(rt.rt.create_stream(), ErrorCode.ACL_ERROR_RT_NO_STREAM_RESOURCE)
+    check(rt.rt.set_device(1))
+    check(rt.rt.create_stream(), what="device 1 has its own slots")
+
+
+# -- create_stream_with_config ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", [0x4, 0x100, 0x8000_0000])
+def test_unmodelled_flags_behave_like_create_stream(dev0, check, flag):
+    stream = check(dev0.rt.create_stream_with_config(0, flag))
+    assert stream != 0
+    check(dev0.sim.launch_kernel(Kernel(duration_us=100 * MS), stream))
+    assert check(dev0.rt.stream_query(stream)) == StreamStatus.NOT_READY
+    ret, took = elapsed(dev0.rt.synchronize_stream, stream)
+    check(ret)
+    assert took >= 0.05
+    check(dev0.rt.destroy_stream(stream))
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B3", "Ascend310B4"])
+@pytest.mark.parametrize("priority", [0, 3, 7, 8, 1000])
+def test_any_priority_is_accepted(make_rt, check, soc, priority):
+    rt = make_rt(soc=soc)
+    check(rt.rt.set_device(0))
+    stream = check(rt.rt.create_stream_with_config(priority, 0))
+    check(rt.sim.launch_kernel(Kernel(duration_us=1 * MS), stream))
+    check(rt.rt.synchronize_stream(stream))
+
+
+def test_fast_sync_wakes_sooner_than_passive_wait(make_rt, check):
+    rt = make_rt(notify_latency_us=30 * MS, fast_sync_poll_us=100)
+    check(rt.rt.set_device(0))
+    passive = check(rt.rt.create_stream())
+    polled = check(rt.rt.create_stream_with_config(0, StreamFlag.FAST_SYNC))
+
+    def wait_time(stream):
+        samples = []
+        for _ in range(3):
+            check(rt.sim.launch_kernel(Kernel(duration_us=10 * MS), stream))
+            samples.append(elapsed(rt.rt.synchronize_stream, stream)[1])
+        return statistics.median(samples)
+
+    slow, fast = wait_time(passive), wait_time(polled)
+    assert slow >= 0.035, "passive wait is woken notify_latency_us after the work"
+    assert fast < slow - 0.02
+    assert fast >= 0.009
+
+
+def test_fast_sync_polling_costs_cpu(make_rt, check):
+    rt = make_rt(fast_sync_poll_us=10)
+    check(rt.rt.set_device(0))
+    passive = check(rt.rt.create_stream())
+    polled = check(rt.rt.create_stream_with_config(0, StreamFlag.FAST_SYNC))
+
+    def cpu_of_wait(stream):
+        check(rt.sim.launch_kernel(Kernel(duration_us=200 * MS), stream))
+        cpu = time.thread_time()
+        check(rt.rt.synchronize_stream(stream))
+        return time.thread_time() - cpu
+
+    assert cpu_of_wait(polled) > 3 * cpu_of_wait(passive)
+
+
+def test_fast_launch_moves_setup_cost_to_creation(make_rt, check):
+    rt = make_rt(lazy_setup_us=150 * MS, fast_launch_setup_us=150 * MS)
+    check(rt.rt.set_device(0))
+
+    def first_two_runs(stream):
+        runs = []
+        for _ in range(2):
+            start = time.perf_counter()
+            check(rt.sim.launch_kernel(Kernel(), stream))
+            check(rt.rt.synchronize_stream(stream))
+            runs.append(time.perf_counter() - start)
+        return runs
+
+    plain, plain_create = elapsed(rt.rt.create_stream)
+    fast, fast_create = elapsed(rt.rt.create_stream_with_config, 0, StreamFlag.FAST_LAUNCH)
+    plain, fast = check(plain), check(fast)
+    assert fast_create >= 0.13
+    assert plain_create < 0.1
+    plain_first, plain_second = first_two_runs(plain)
+    fast_first, fast_second = first_two_runs(fast)
+    assert plain_first >= 0.13, "a plain stream pays set-up on its first launch"
+    assert plain_second < 0.1
+    assert fast_first < 0.1
+    assert fast_second < 0.1
+
+
+def test_fast_launch_reserves_device_memory(make_rt, check):
+    reserved = 4 << 20
+    rt = make_rt(fast_launch_reserved_bytes=reserved)
+    check(rt.rt.set_device(0))
+    before, _ = check(rt.rt.get_mem_info(MemAttr.HBM_MEM))
+    check(rt.rt.create_stream())
+    plain, _ = check(rt.rt.get_mem_info(MemAttr.HBM_MEM))
+    check(rt.rt.create_stream_with_config(0, StreamFlag.FAST_LAUNCH | StreamFlag.FAST_SYNC))
+    after, _ = check(rt.rt.get_mem_info(MemAttr.HBM_MEM))
+    assert plain > before - reserved
+    assert after <= plain - reserved
