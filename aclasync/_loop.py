@@ -40,6 +40,14 @@ class Waiter:
         self._future: asyncio.Future[None] | None = None
         self._task: Any = None
 
+    def _trio_abort(self, _: object) -> Any:
+        # trio's abort callback: cancellation abandons the wait.
+        import trio.lowlevel
+
+        self.abandoned = True
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
     async def wait(self) -> Any:
         """Park until the worker resolves this waiter; return its value.
 
@@ -113,36 +121,29 @@ class _AsyncioDelivery(Delivery):
 
 class _TrioDelivery(Delivery):
     def __init__(self) -> None:
-        import trio
+        import outcome
+        import trio.lowlevel
 
         super().__init__(trio.lowlevel.current_trio_token().run_sync_soon)
+        self._lowlevel = trio.lowlevel
+        self._value = outcome.Value
 
     async def park(self, waiter: Waiter) -> Any:
-        import trio
-
+        lowlevel = self._lowlevel
         if waiter._task is _RESOLVED:  # resumed before it was awaited
-            await trio.lowlevel.checkpoint()
+            await lowlevel.checkpoint()
             return waiter.value
-        waiter._task = trio.lowlevel.current_task()
-
-        def abort(_: object) -> trio.lowlevel.Abort:
-            waiter.abandoned = True
-            waiter._task = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
+        waiter._task = lowlevel.current_task()
+        await lowlevel.wait_task_rescheduled(waiter._trio_abort)
         return waiter.value
 
     def _resume(self, waiter: Waiter) -> None:
-        import outcome
-        import trio
-
         task = waiter._task
         if task is _RESOLVED:
             return
         if task is not None:
             waiter._task = None
-            trio.lowlevel.reschedule(task, outcome.Value(None))
+            self._lowlevel.reschedule(task, self._value(None))
         elif not waiter.abandoned:
             waiter._task = _RESOLVED
 

@@ -47,9 +47,8 @@ class WorkerOptions:
         waiting quietly for default-mode streams; a job submitted meanwhile waits at
         most this long (pyACL timeouts are whole milliseconds).
     busy_poll_us, busy_window_ms:
-        After jobs arrived in the last ``busy_window_ms``, the worker polls (waking at
-        once for new jobs) instead of blocking in slices, backing off from
-        ``fast_sync_poll_us`` after each new watch to at most ``busy_poll_us``.
+        After jobs arrived in the last ``busy_window_ms``, the worker polls every
+        ``busy_poll_us`` (waking at once for new jobs) instead of blocking in slices.
     fast_sync_poll_us:
         Interval at which the worker polls while a FAST_SYNC stream has waiters
         (lower latency, more CPU: the documented FAST_SYNC trade-off).
@@ -138,7 +137,6 @@ class DeviceWorker:
         self._last_jobs = 0.0
         #: The job being run, so that a death in the middle of it still answers it.
         self._current: tuple[Any, ...] = ()
-        self._backoff = options.fast_sync_poll_us / 1e6
         self._waiting: dict[int, Lane] = {}
         self._fence_pool: list[int] = []
         self._ready: dict[Delivery, list[Waiter]] = {}
@@ -290,7 +288,6 @@ class DeviceWorker:
             fence = _Watch(event, seq, waiter, fence=True, launches=lane.launches)
             watches.append(fence)
             self._waiting[lane.handle] = lane
-            self._backoff = self.options.fast_sync_poll_us / 1e6
 
     def _watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
         watches = lane.watches
@@ -306,7 +303,6 @@ class DeviceWorker:
         else:
             watches.insert(index, _Watch(event, seq, waiter, fence=False, launches=-1))
             self._waiting[lane.handle] = lane
-            self._backoff = self.options.fast_sync_poll_us / 1e6
 
     def _sweep(self) -> None:
         """Resolve the watches whose events have completed, stream by stream."""
@@ -355,9 +351,11 @@ class DeviceWorker:
         waiters, poll every ``fast_sync_poll_us``. While only default-mode streams
         have waiters and jobs have been quiet for ``busy_window_ms``, block on the
         device in a ``wait_slice_ms`` slice (GIL released; a job arriving meanwhile
-        waits for the slice to end). During bursts of jobs, poll instead, so that
-        jobs are picked up at once: from ``fast_sync_poll_us`` after a new watch,
-        doubling up to ``busy_poll_us``.
+        waits for the slice to end). During bursts of jobs, poll every
+        ``busy_poll_us`` instead, so that jobs are picked up at once; that interval is
+        close to the runtime's own wake-up latency for passive waits, so default
+        streams keep their low-CPU, higher-latency character and FAST_SYNC streams
+        their advantage.
         """
         options = self.options
         timeout: float | None = None
@@ -365,8 +363,7 @@ class DeviceWorker:
             if any(lane.fast_sync for lane in self._waiting.values()):
                 timeout = options.fast_sync_poll_us / 1e6
             elif time.monotonic() - self._last_jobs < options.busy_window_ms / 1e3:
-                timeout = self._backoff
-                self._backoff = min(2 * timeout, options.busy_poll_us / 1e6)
+                timeout = options.busy_poll_us / 1e6
             else:
                 lane = next(iter(self._waiting.values()))
                 self._rt.synchronize_event_with_timeout(
