@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -10,7 +9,7 @@ import anyio.lowlevel
 import numpy as np
 
 from ._errors import raise_for_status
-from ._factory import NoPublicConstructor
+from ._factory import AsyncResource
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["DeviceBuffer", "HostBuffer"]
 
 
-class _Buffer(metaclass=NoPublicConstructor):
+class _Buffer(AsyncResource):
     _free_api = ""
 
     def __init__(self, device: Device, ptr: int, nbytes: int) -> None:
@@ -67,17 +66,6 @@ class _Buffer(metaclass=NoPublicConstructor):
         with anyio.CancelScope(shield=True):
             ret = await device._roundtrip(lambda: free(ptr))
         raise_for_status(ret, f"acl.rt.{self._free_api}", device=device.id)
-
-    async def __aenter__(self) -> Any:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class DeviceBuffer(_Buffer):

@@ -14,7 +14,7 @@ from ._buffers import DeviceBuffer, HostBuffer
 from ._constants import StreamFlag
 from ._errors import AclError, raise_for_status
 from ._event import Event
-from ._factory import NoPublicConstructor
+from ._factory import AsyncResource
 from ._loop import current_delivery
 from ._stream import Stream
 from ._waits import check_timeout, timeout_error, unpack_call, unpack_wait
@@ -28,7 +28,7 @@ _EVENT_POOL_REFILL = 16
 _B = TypeVar("_B", DeviceBuffer, HostBuffer)
 
 
-class Device(metaclass=NoPublicConstructor):
+class Device(AsyncResource):
     """An open device. Get one from ``async with aclasync.open_device(...) as dev``."""
 
     def __init__(self, acl: Any, backend_name: str, device_id: int, options: WorkerOptions):
@@ -183,17 +183,6 @@ class Device(metaclass=NoPublicConstructor):
             self._worker.thread.join()
         if error is not None:
             raise error
-
-    async def __aenter__(self) -> Device:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- internals -------------------------------------------------------------------
 

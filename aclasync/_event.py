@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
 
 from ._errors import raise_for_status
-from ._factory import NoPublicConstructor
+from ._factory import AsyncResource
 from ._loop import current_delivery
 from ._waits import check_timeout, park, unpack_wait
 
@@ -21,7 +20,7 @@ __all__ = ["Event"]
 _RECORDED_COMPLETE = 1  # query_event_status: NOT_READY=0, COMPLETE=1
 
 
-class Event(metaclass=NoPublicConstructor):
+class Event(AsyncResource):
     """An event recorded on a stream by ``Stream.record_event()``."""
 
     def __init__(self, stream: Stream, handle: int, seq: int, timing: bool) -> None:
@@ -114,17 +113,6 @@ class Event(metaclass=NoPublicConstructor):
             if not device.closed:
                 device._give_back_event(self._handle, self._timing)
         await anyio.lowlevel.checkpoint()
-
-    async def __aenter__(self) -> Event:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _check_open(self) -> None:
         if self._closed:

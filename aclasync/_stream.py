@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -14,7 +13,7 @@ from ._buffers import DeviceBuffer, HostBuffer
 from ._constants import FailureMode, MemcpyKind, StreamFlag
 from ._errors import raise_for_status
 from ._event import Event
-from ._factory import NoPublicConstructor
+from ._factory import AsyncResource
 from ._loop import current_delivery
 from ._waits import check_timeout, park, unpack_wait
 from ._worker import Lane
@@ -34,7 +33,7 @@ _COPY_KINDS = {
 }
 
 
-class Stream(metaclass=NoPublicConstructor):
+class Stream(AsyncResource):
     """A stream of one device: work queued on it runs in order.
 
     Get one from ``Device.create_stream()`` or ``Device.default_stream``. Work is queued
@@ -277,17 +276,6 @@ class Stream(metaclass=NoPublicConstructor):
             return
         device._streams.discard(self)
         await device._destroy_stream(self._lane, force=force, overflow_buffer=self._overflow_buffer)
-
-    async def __aenter__(self) -> Stream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- helpers ---------------------------------------------------------------------
 
