@@ -11,6 +11,7 @@ from typing import Any
 
 from ._objects import SimStream, Task
 from ._rc import RC
+from ._timeouts import timeout_deadline
 
 __all__ = ["ReportHub"]
 
@@ -96,7 +97,7 @@ class ReportHub:
 
     def process(self, thread_id: int, timeout_ms: int) -> int:
         """Run the callbacks reported to *thread_id*; the body of ``process_report``."""
-        deadline = None if timeout_ms == -1 else time.monotonic() + timeout_ms / 1000.0
+        deadline = timeout_deadline(timeout_ms)
         with self._lock:
             sub = self._subscribers.get(thread_id)
             if sub is None:

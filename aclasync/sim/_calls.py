@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 
-from ._core import Core, timeout_deadline, wait_for_tasks
+from ._core import Core, wait_for_tasks
 from ._device import SimDevice
 from ._objects import Context, SimStream, Task
 from ._rc import RC
+from ._timeouts import timeout_deadline
 
 __all__ = ["CallGroup"]
 

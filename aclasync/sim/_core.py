@@ -16,7 +16,7 @@ from ._memory import HostMemory, Region
 from ._objects import Context, SimEvent, SimStream, Task
 from ._profiles import SocProfile
 
-__all__ = ["Core", "check_ints", "timeout_deadline", "wait_for_tasks"]
+__all__ = ["Core", "check_ints", "wait_for_tasks"]
 
 _HANDLE_BASE = 0x5A00_0000_0000
 _T = TypeVar("_T")
@@ -100,11 +100,6 @@ def check_ints(api: str, *values: object) -> None:
                 f"{api}: argument {position} must be int, not {type(value).__name__} "
                 "(args parse failed)"
             )
-
-
-def timeout_deadline(timeout_ms: int) -> float | None:
-    """Deadline for a pyACL millisecond timeout (-1: none; 0: now)."""
-    return None if timeout_ms == -1 else time.monotonic() + timeout_ms / 1000.0
 
 
 def wait_for_tasks(

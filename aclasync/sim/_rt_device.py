@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ._calls import CallGroup
-from ._core import check_ints, timeout_deadline, wait_for_tasks
+from ._core import check_ints, wait_for_tasks
 from ._device import forget_context
 from ._objects import Context
 from ._rc import RC
+from ._timeouts import timeout_deadline
 
 __all__ = ["DeviceCalls"]
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ._calls import CallGroup
-from ._core import check_ints, timeout_deadline, wait_for_tasks
+from ._core import check_ints, wait_for_tasks
 from ._device import forget_event
 from ._objects import SimEvent, Task
 from ._rc import RC
+from ._timeouts import timeout_deadline
 
 __all__ = ["EventCalls"]
 
