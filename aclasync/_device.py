@@ -105,11 +105,18 @@ class Device(AsyncResource):
         return await self._roundtrip(lambda: fn(*args))
 
     async def alloc(self, nbytes: int) -> DeviceBuffer:
-        """Allocate device memory (``acl.rt.malloc``); freed by ``aclose`` or device close."""
+        """Allocate device memory (``acl.rt.malloc``); freed by ``aclose`` or device close.
+
+        Cancellation takes effect once the buffer exists and is owned by the device, so
+        no memory leaks.
+        """
         return await self._allocate(DeviceBuffer, nbytes)
 
     async def alloc_host(self, nbytes: int) -> HostBuffer:
-        """Allocate pinned host memory (``acl.rt.malloc_host``) for asynchronous copies."""
+        """Allocate pinned host memory (``acl.rt.malloc_host``) for asynchronous copies.
+
+        Cancellation takes effect once the buffer exists and is owned by the device.
+        """
         return await self._allocate(HostBuffer, nbytes)
 
     async def _allocate(self, kind: type[_B], nbytes: int) -> _B:

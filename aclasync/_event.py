@@ -71,7 +71,11 @@ class Event(AsyncResource):
         unpack_wait(value, device=device.id, stream=self._stream.handle)
 
     async def query(self) -> bool:
-        """Return True once the recorded work has finished (non-blocking)."""
+        """Return True once the recorded work has finished (non-blocking).
+
+        A short worker round trip; cancellation abandons the wait only (the call
+        still runs, in order, on the worker).
+        """
         self._check_open()
         device = self._stream.device
         rt = device.acl.rt
@@ -104,7 +108,8 @@ class Event(AsyncResource):
 
         The handle goes back to the device's event pool for a later ``record_event``
         (re-recording replaces what an event captures); the device destroys pooled
-        events when it closes.
+        events when it closes. Only checkpoints, so cancellation cannot leave the
+        event half released.
         """
         if not self._closed:
             self._closed = True

@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
-import sniffio
 from anyio.lowlevel import RunVar
 
 __all__ = ["WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
@@ -154,12 +153,16 @@ def current_delivery() -> Delivery:
         return _delivery.get()
     except LookupError:
         pass
-    library = sniffio.current_async_library()
-    if library == "asyncio":
-        delivery: Delivery = _AsyncioDelivery(asyncio.get_running_loop())
-    elif library == "trio":
-        delivery = _TrioDelivery()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is not None:
+        delivery: Delivery = _AsyncioDelivery(loop)
     else:
-        raise RuntimeError(f"aclasync supports asyncio and trio, not {library!r}")
+        try:
+            delivery = _TrioDelivery()
+        except (ImportError, RuntimeError):
+            raise RuntimeError("aclasync needs a running asyncio or trio event loop") from None
     _delivery.set(delivery)
     return delivery

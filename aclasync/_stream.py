@@ -164,7 +164,8 @@ class Stream(AsyncResource):
         With ``timing=True`` the event carries timestamps for ``Event.elapsed_time``.
         Events come from a per-device pool, so this queues ``acl.rt.record_event``
         without a worker round trip (except to refill the pool). An error from the
-        record is raised by the next await on this stream.
+        record is raised by the next await on this stream. A pool refill is shielded
+        from cancellation, so no event leaks.
         """
         self._check_open()
         self._raise_deferred()
@@ -180,7 +181,11 @@ class Stream(AsyncResource):
         return event
 
     async def query(self) -> bool:
-        """Return True when all work queued on the stream has finished (non-blocking)."""
+        """Return True when all work queued on the stream has finished (non-blocking).
+
+        A short worker round trip; cancellation abandons the wait only (the call
+        still runs, in order, on the worker).
+        """
         self._check_open()
         self._raise_deferred()
         status, ret = await self._call(lambda rt, s: rt.stream_query(s))
@@ -191,6 +196,9 @@ class Stream(AsyncResource):
         """Set what a failing task does to later ones (``acl.rt.set_stream_failure_mode``).
 
         The runtime allows this once per stream and not on the default stream.
+
+        A short worker round trip; cancellation abandons the wait only (the call
+        still runs, in order, on the worker).
         """
         mode = FailureMode(_enum_value(mode, FailureMode, "mode"))
         await self._checked(
@@ -198,7 +206,11 @@ class Stream(AsyncResource):
         )
 
     async def set_overflow_switch(self, on: bool) -> None:
-        """Turn overflow detection on or off for tasks queued from now on."""
+        """Turn overflow detection on or off for tasks queued from now on.
+
+        A short worker round trip; cancellation abandons the wait only (the call
+        still runs, in order, on the worker).
+        """
         if not isinstance(on, (bool, int)):
             raise TypeError(f"on must be a bool, got {type(on).__name__}")
         flag = 1 if on else 0
@@ -207,7 +219,11 @@ class Stream(AsyncResource):
         )
 
     async def get_overflow_switch(self) -> bool:
-        """Return whether overflow detection is on for this stream."""
+        """Return whether overflow detection is on for this stream.
+
+        A short worker round trip; cancellation abandons the wait only (the call
+        still runs, in order, on the worker).
+        """
         flag, ret = await self._call(lambda rt, s: rt.get_stream_overflow_switch(s))
         raise_for_status(
             ret, "acl.rt.get_stream_overflow_switch", device=self._device.id, stream=self.handle
@@ -254,7 +270,10 @@ class Stream(AsyncResource):
         return int.from_bytes(raw[:8], "little")
 
     async def reset_overflow_status(self) -> None:
-        """Clear the overflow status and wait until the reset task has run."""
+        """Clear the overflow status and wait until the reset task has run.
+
+        Cancellation abandons the wait; the queued reset still runs.
+        """
         self.launch(self._device.acl.rt.reset_overflow_status)
         await self.synchronize()
 

@@ -11,7 +11,7 @@ from ._calls import CallGroup
 from ._core import Core, check_ints
 from ._kernel import Kernel
 from ._objects import Task
-from ._profiles import SocProfile
+from ._profiles import SocProfile, resolve_profile
 from ._rc import RC
 from ._rt_callback import CallbackCalls
 from ._rt_device import DeviceCalls
@@ -20,7 +20,7 @@ from ._rt_memory import MemoryCalls
 from ._rt_stream import StreamCalls
 from ._util import Util
 
-__all__ = ["Rt", "SimAcl", "SimExtension"]
+__all__ = ["DEFAULT_DEVICE_COUNT", "Rt", "SimAcl", "SimExtension", "create"]
 
 
 class Rt(DeviceCalls, StreamCalls, EventCalls, MemoryCalls, CallbackCalls):
@@ -132,3 +132,28 @@ class SimAcl:
     def get_soc_name(self) -> str | None:
         """The SoC name of the profile (device 0's, as the real call reports)."""
         return self._core.profile.name
+
+
+#: Devices of the process-wide default runtime: an eight-card server.
+DEFAULT_DEVICE_COUNT = 8
+
+
+def create(
+    *, device_count: int = 2, soc: str | SocProfile = "Ascend910B3", **model_params: Any
+) -> SimAcl:
+    """Return a fresh, independent simulated runtime.
+
+    Parameters
+    ----------
+    device_count:
+        Number of simulated devices (ids ``0 .. device_count - 1``).
+    soc:
+        Name of a profile in ``PROFILES``, or a ``SocProfile``.
+    **model_params:
+        Overrides of ``SocProfile`` fields, e.g. ``notify_latency_us=50``.
+    """
+    if isinstance(device_count, bool) or not isinstance(device_count, int):
+        raise TypeError(f"device_count must be an int, got {type(device_count).__name__}")
+    if device_count < 1:
+        raise ValueError(f"device_count must be >= 1, got {device_count}")
+    return SimAcl(device_count=device_count, profile=resolve_profile(soc, model_params))
