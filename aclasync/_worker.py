@@ -19,7 +19,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ._errors import DeviceBrokenError
 from ._loop import Delivery, Waiter
@@ -53,16 +53,18 @@ class WorkerOptions:
         Interval at which the worker polls while a FAST_SYNC stream has waiters
         (lower latency, more CPU: the documented FAST_SYNC trade-off).
     cpu:
-        Pin the worker thread to this CPU (Linux only). Putting the loop thread and its
-        worker on the same CPU saves two cross-CPU wake-ups per round trip; see the
-        benchmarks before turning it on.
+        Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
+        thread that opens the device (the event loop's) and the worker to the CPU that
+        thread is running on. Loop and worker on one CPU save two cross-CPU wake-ups
+        per round trip (an idle-stream sync drops from about 60 to about 30 us on a
+        two-vCPU VM, see benchmarks/README.md), at the price of sharing that CPU.
     """
 
     wait_slice_ms: int = 1
     busy_poll_us: float = 250.0
     busy_window_ms: float = 50.0
     fast_sync_poll_us: float = 20.0
-    cpu: int | None = None
+    cpu: int | Literal["loop"] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.wait_slice_ms, bool) or not isinstance(self.wait_slice_ms, int):
@@ -74,8 +76,26 @@ class WorkerOptions:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not self.busy_window_ms >= 0:
             raise ValueError(f"busy_window_ms must be >= 0, got {self.busy_window_ms!r}")
-        if self.cpu is not None and self.cpu not in os.sched_getaffinity(0):
-            raise ValueError(f"cpu {self.cpu} is not available to this process")
+        if self.cpu == "loop":
+            if not hasattr(os, "sched_setaffinity"):
+                raise ValueError("cpu='loop' needs os.sched_setaffinity (Linux)")
+        elif self.cpu is not None and self.cpu not in os.sched_getaffinity(0):
+            raise ValueError(f"cpu {self.cpu!r} is not available to this process")
+
+    def resolve_cpu(self) -> int | None:
+        """The CPU to pin the worker to; for ``"loop"``, pin the calling thread too."""
+        if self.cpu != "loop":
+            return self.cpu
+        cpu = _current_cpu()
+        os.sched_setaffinity(0, {cpu})
+        return cpu
+
+
+def _current_cpu() -> int:
+    """The CPU the calling thread runs on (Linux: field 39 of /proc/thread-self/stat)."""
+    with open("/proc/thread-self/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[36])
 
 
 class _Watch:
@@ -135,6 +155,7 @@ class DeviceWorker:
         self._idle = False
         self._stopping = False
         self._last_jobs = 0.0
+        self._cpu: int | None = None
         #: The job being run, so that a death in the middle of it still answers it.
         self._current: tuple[Any, ...] = ()
         self._waiting: dict[int, Lane] = {}
@@ -151,7 +172,11 @@ class DeviceWorker:
     # -- submission, from the event loop ---------------------------------------------
 
     def start(self, waiter: Waiter) -> None:
-        """Start the thread; *waiter* gets the ``set_device`` result."""
+        """Start the thread; *waiter* gets the ``set_device`` result.
+
+        Call on the event loop's thread: ``WorkerOptions(cpu="loop")`` pins it here.
+        """
+        self._cpu = self.options.resolve_cpu()
         self._inbox.append((_CALL, self._set_device, waiter))
         self._thread.start()
 
@@ -198,8 +223,8 @@ class DeviceWorker:
     def _main(self) -> None:
         stop_waiter: Waiter | None = None
         try:
-            if self.options.cpu is not None:
-                os.sched_setaffinity(0, {self.options.cpu})
+            if self._cpu is not None:
+                os.sched_setaffinity(0, {self._cpu})
             while stop_waiter is None:
                 stop_waiter = self._drain_inbox()
                 if self._waiting:
