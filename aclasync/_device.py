@@ -163,6 +163,7 @@ class Device(AsyncResource):
             raise timeout_error("aclasync.Device.synchronize", timeout, device=self._id)
         for stream, value in results:
             unpack_wait(value, device=self._id, stream=stream.handle)
+            stream._raise_deferred()
 
     async def aclose(self) -> None:
         """Close the device: destroy what it still owns, reset it and join its thread.
