@@ -68,6 +68,14 @@ def compute(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], out: np.ndarray[An
     np.tanh(x @ w, out=out)
 
 
+def host_reference(item: int, w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """What the device must have computed for *item*, computed on the host."""
+    size = w.shape[0]
+    expected = np.empty((size, size), dtype=np.float32)
+    compute(item_input(item, size), w, expected)
+    return expected
+
+
 async def run_pipeline(
     *,
     devices: int = 4,
@@ -204,8 +212,7 @@ class _DevicePipeline:
         await slot.events[-1].synchronize()
         size = self.w.shape[0]
         got = slot.host_out.view(np.float32, (size, size))
-        expected = np.empty_like(got)
-        compute(item_input(slot.item, size), self.w, expected)
+        expected = host_reference(slot.item, self.w)
         state = self.state
         if not np.array_equal(got, expected):
             state.mismatches += 1

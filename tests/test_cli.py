@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -154,15 +153,12 @@ def test_demo_runs_verifies_and_summarises(capsys: pytest.CaptureFixture[str], l
 def test_demo_reports_failed_verification(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = aclasync._demo.compute
+    real = aclasync._demo.host_reference
 
-    def host_reference_off_by_one(x: Any, w: Any, out: Any) -> None:
-        real(x, w, out)
-        # Kernel bodies run on simulator core threads; only the host's check is skewed.
-        if not threading.current_thread().name.startswith("aclasync-sim-core"):
-            out += 1
+    def host_reference_off_by_one(item: int, w: Any) -> Any:
+        return real(item, w) + 1
 
-    monkeypatch.setattr(aclasync._demo, "compute", host_reference_off_by_one)
+    monkeypatch.setattr(aclasync._demo, "host_reference", host_reference_off_by_one)
     assert main(["demo", "--devices", "2", "--items", "8", "--kernel-us", "100"]) == 1
     captured = capsys.readouterr()
     assert "verified" not in captured.out
