@@ -29,8 +29,11 @@ async def test_a_thousand_waiters_on_ten_streams_add_no_threads(rt: Any) -> None
         streams = [await dev.create_stream() for _ in range(10)]
         baseline = threading.active_count()  # the device's worker and simulator threads
         all_resumed = anyio.Event()
+        # Hold every stream until all waiters are parked, however slow the machine is.
+        gate = threading.Event()
         events = []
         for s in streams:
+            s.launch(kernel, Kernel(fn=lambda: gate.wait(10)))
             for _ in range(5):
                 s.launch(kernel, Kernel(duration_us=ms(60)))
                 events.append(await s.record_event())
@@ -48,8 +51,9 @@ async def test_a_thousand_waiters_on_ten_streams_add_no_threads(rt: Any) -> None
                 for i in range(1000):
                     tg.start_soon(wait, i)
                 await anyio.wait_all_tasks_blocked()
-                assert resumed == 0, "the kernels finished before all waiters were parked"
+                assert resumed == 0, "no event can complete before the gate opens"
                 peak = max(peak, threading.active_count())
+                gate.set()
                 await all_resumed.wait()
                 tg.cancel_scope.cancel()
 
