@@ -1,12 +1,14 @@
 """The ``aclasync`` command line: ``info``, ``demo``, ``bench`` and ``trace``.
 
 ``main(argv)`` parses, dispatches and turns expected failures into one
-``aclasync: error: ...`` line on stderr and a non-zero exit status.
+``aclasync: error: ...`` line on stderr and a non-zero exit status. With
+``ACLASYNC_DEBUG=1`` in the environment they propagate with their traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("aclasync: interrupted", file=sys.stderr)
         return 130
     except _EXPECTED as exc:
+        if os.environ.get("ACLASYNC_DEBUG"):
+            raise  # the whole traceback, for telling a bug from a usage error
         print(f"aclasync: error: {_one_line(exc)}", file=sys.stderr)
         return exc.exit_code if isinstance(exc, CliError) else 1
     return status

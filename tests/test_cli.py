@@ -305,3 +305,9 @@ def test_example_web_service_self_test_keeps_health_fast() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "FAIL" not in done.stdout
     assert done.stdout.count("[ok]") == 5
+
+
+def test_debug_environment_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACLASYNC_DEBUG", "1")
+    with pytest.raises(aclasync.BackendUnavailableError, match="backend='sim'"):
+        main(["info", "--backend", "native"])
