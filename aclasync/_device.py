@@ -279,36 +279,38 @@ class Device(AsyncResource):
             ret, api = await self._roundtrip(destroy)
         raise_for_status(ret, api, device=self._id, stream=handle)
 
-    def _teardown(self) -> tuple[int, str]:
-        """On the worker: destroy owned events and streams, then reset the device."""
+    def _teardown(self) -> None:
+        """On the worker: destroy owned events, streams and buffers, then reset the device.
+
+        Everything is attempted; the first failure is raised afterwards.
+        """
         self._worker.settle()
         rt = self._acl.rt
-        first: tuple[int, str] = (0, "")
+        failures: list[tuple[int, str]] = []
+
+        def release(api: str, *args: int) -> None:
+            ret = getattr(rt, api)(*args)
+            if ret:
+                failures.append((ret, f"acl.rt.{api}"))
+
         pooled = [h for handles in self._event_pool.values() for h in handles]
         for handle in (*pooled, *(event.handle for event in self._events)):
-            ret = rt.destroy_event(handle)
-            first = first if first[0] or not ret else (ret, "acl.rt.destroy_event")
+            release("destroy_event", handle)
+        for stream in (*self._streams, self._default_stream):
+            if stream._overflow_buffer:
+                release("free", stream._overflow_buffer)
+            if stream.handle:
+                release("destroy_stream", stream.handle)
+        for buffer in self._buffers:
+            release(buffer._free_api, buffer._ptr)
+        release("reset_device", self._id)
         for handles in self._event_pool.values():
             handles.clear()
-        for stream in self._streams:
-            if stream._overflow_buffer:
-                rt.free(stream._overflow_buffer)
-            ret = rt.destroy_stream(stream.handle)
-            first = first if first[0] or not ret else (ret, "acl.rt.destroy_stream")
-        if self._default_stream._overflow_buffer:
-            rt.free(self._default_stream._overflow_buffer)
-        for buffer in self._buffers:
-            free = rt.free_host if isinstance(buffer, HostBuffer) else rt.free
-            ret = free(buffer._ptr)
-            first = first if first[0] or not ret else (ret, f"acl.rt.{buffer._free_api}")
-        self._buffers.clear()
-        ret = rt.reset_device(self._id)
-        first = first if first[0] or not ret else (ret, "acl.rt.reset_device")
         self._events.clear()
         self._streams.clear()
-        if first[0]:
-            raise AclError(first[0], first[1], device=self._id)
-        return first
+        self._buffers.clear()
+        if failures:
+            raise AclError(*failures[0], device=self._id)
 
 
 class StreamCreation:

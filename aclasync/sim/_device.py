@@ -95,9 +95,22 @@ class SimDevice:
         engine, self.engine = self.engine, None
         return engine, cores
 
-    def submit(self, task: Task) -> None:
-        assert self.engine is not None
-        self.engine.submit_locked(task)
+    def drop_stream_locked(self, stream: SimStream, objects: dict[int, object]) -> None:
+        """Forget an explicit stream and give back its slot and FAST_LAUNCH reservation."""
+        objects.pop(stream.handle, None)
+        stream.context.streams.pop(stream.handle, None)
+        self.streams_used -= 1
+        if stream.fast_launch:
+            self.memory.used -= self.profile.fast_launch_reserved_bytes
+        stream.alive = False
+
+    def drop_event_locked(self, event: SimEvent, objects: dict[int, object]) -> None:
+        """Forget an event and give back its hardware event, if it holds one."""
+        objects.pop(event.handle, None)
+        event.context.events.pop(event.handle, None)
+        if event.hardware:
+            self.events_used -= 1
+        event.alive = False
 
     def _on_failure(self, task: Task) -> None:
         stream = task.stream
@@ -118,8 +131,3 @@ def forget_context(ctx: Context) -> None:
         event.alive = False
     ctx.streams.clear()
     ctx.events.clear()
-
-
-def forget_event(event: SimEvent) -> None:
-    event.alive = False
-    event.context.events.pop(event.handle, None)

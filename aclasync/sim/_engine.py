@@ -132,14 +132,14 @@ class Engine:
                 pending += 1
             task.pending = pending
             if pending == 0:
-                self._finish_locked(task, now)
+                self._finish_locked(task, now, requeue=False)  # this loop goes on
 
     def _satisfy_locked(self, task: Task, now: float) -> None:
         task.pending -= 1
         if task.pending == 0 and not task.done:
             self._finish_locked(task, now)
 
-    def _finish_locked(self, task: Task, now: float) -> None:
+    def _finish_locked(self, task: Task, now: float, *, requeue: bool = True) -> None:
         task.done = True
         task.finish = now
         stream = task.stream
@@ -150,7 +150,7 @@ class Engine:
                 self.observer = None  # a broken observer must not stop the device
         if stream.running is task:
             stream.running = None
-            if stream.queue:
+            if requeue and stream.queue:
                 self._ready.append(stream)
         if task.overflow and task.stream.sat_mode == 0:
             task.stream.context.overflow_status = 1

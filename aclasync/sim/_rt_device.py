@@ -149,12 +149,12 @@ class DeviceCalls(CallGroup):
                 return RC.PARAM_INVALID
             for stream in ctx.all_streams():
                 core.reports.forget_stream_locked(stream)
-                if stream.fast_launch:
-                    device.memory.used -= device.profile.fast_launch_reserved_bytes
-            for handle in (ctx.handle, *ctx.streams, *ctx.events):
-                core.objects.pop(handle, None)
-            device.streams_used -= 1 + len(ctx.streams)
-            device.events_used -= sum(e.hardware for e in ctx.events.values())
+            for stream in list(ctx.streams.values()):
+                device.drop_stream_locked(stream, core.objects)
+            for event in list(ctx.events.values()):
+                device.drop_event_locked(event, core.objects)
+            device.streams_used -= 1  # the context's own default stream
+            core.objects.pop(ctx.handle, None)
             forget_context(ctx)
             del device.contexts[ctx.handle]
             orphaned = device.refcount == 0 and not device.contexts

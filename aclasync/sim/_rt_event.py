@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ._calls import CallGroup
 from ._core import check_ints, wait_for_tasks
-from ._device import forget_event
 from ._objects import SimEvent, Task
 from ._rc import RC
 from ._timeouts import timeout_deadline
@@ -69,10 +68,7 @@ class EventCalls(CallGroup):
             found = core.event(event)
             if found is None:
                 return RC.PARAM_INVALID
-            core.objects.pop(event, None)
-            if found.hardware:
-                found.context.device.events_used -= 1
-            forget_event(found)
+            found.context.device.drop_event_locked(found, core.objects)
         return RC.OK
 
     def record_event(self, event: int, stream: int, /) -> int:

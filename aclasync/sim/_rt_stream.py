@@ -79,7 +79,7 @@ class StreamCalls(CallGroup):
         with core.lock:
             if not stream.alive:
                 return RC.PARAM_INVALID
-            _forget_stream(core.objects, stream)
+            stream.device.drop_stream_locked(stream, core.objects)
             core.reports.forget_stream_locked(stream)
         return RC.OK
 
@@ -189,14 +189,3 @@ class StreamCalls(CallGroup):
             scope.overflow_status = 0
 
         return self._submit(found, Task(found, "reset_overflow_status", action=clear_status))
-
-
-def _forget_stream(objects: dict[int, object], stream: SimStream) -> None:
-    ctx = stream.context
-    device = ctx.device
-    objects.pop(stream.handle, None)
-    ctx.streams.pop(stream.handle, None)
-    device.streams_used -= 1
-    if stream.fast_launch:
-        device.memory.used -= device.profile.fast_launch_reserved_bytes
-    stream.alive = False
