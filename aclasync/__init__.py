@@ -12,29 +12,60 @@
                 await s.synchronize(timeout=1.0)
 
     anyio.run(main)   # or anyio.run(main, backend="trio")
+
+The public names are re-exported lazily (through a module ``__getattr__``, as anyio
+does), so ``import aclasync.sim`` loads the simulator alone: neither anyio nor the
+async front end.
 """
 
 from __future__ import annotations
 
-from ._buffers import DeviceBuffer as DeviceBuffer
-from ._buffers import HostBuffer as HostBuffer
-from ._codes import ErrorCode as ErrorCode
-from ._constants import EventFlag as EventFlag
-from ._constants import FailureMode as FailureMode
-from ._constants import MemcpyKind as MemcpyKind
-from ._constants import StreamFlag as StreamFlag
-from ._device import Device as Device
-from ._device import StreamCreation as StreamCreation
-from ._device import open_device as open_device
-from ._errors import AclasyncError as AclasyncError
-from ._errors import AclError as AclError
-from ._errors import AclTimeoutError as AclTimeoutError
-from ._errors import BackendUnavailableError as BackendUnavailableError
-from ._errors import DeviceBrokenError as DeviceBrokenError
-from ._event import Event as Event
-from ._stream import Stream as Stream
+import importlib as _importlib
+import typing as _typing
+
 from ._version import __version__ as __version__
-from ._worker import WorkerOptions as WorkerOptions
+
+if _typing.TYPE_CHECKING:
+    from ._buffers import DeviceBuffer as DeviceBuffer
+    from ._buffers import HostBuffer as HostBuffer
+    from ._device import Device as Device
+    from ._device import StreamCreation as StreamCreation
+    from ._device import open_device as open_device
+    from ._errors import AclasyncError as AclasyncError
+    from ._errors import AclError as AclError
+    from ._errors import AclTimeoutError as AclTimeoutError
+    from ._errors import BackendUnavailableError as BackendUnavailableError
+    from ._errors import DeviceBrokenError as DeviceBrokenError
+    from ._event import Event as Event
+    from ._pyacl.codes import ErrorCode as ErrorCode
+    from ._pyacl.constants import EventFlag as EventFlag
+    from ._pyacl.constants import FailureMode as FailureMode
+    from ._pyacl.constants import MemcpyKind as MemcpyKind
+    from ._pyacl.constants import StreamFlag as StreamFlag
+    from ._stream import Stream as Stream
+    from ._worker import WorkerOptions as WorkerOptions
+
+#: Where each public name lives: its module, relative to this package.
+_EXPORTS: dict[str, str] = {
+    "AclError": "._errors",
+    "AclTimeoutError": "._errors",
+    "AclasyncError": "._errors",
+    "BackendUnavailableError": "._errors",
+    "Device": "._device",
+    "DeviceBrokenError": "._errors",
+    "DeviceBuffer": "._buffers",
+    "ErrorCode": "._pyacl.codes",
+    "Event": "._event",
+    "EventFlag": "._pyacl.constants",
+    "FailureMode": "._pyacl.constants",
+    "HostBuffer": "._buffers",
+    "MemcpyKind": "._pyacl.constants",
+    "Stream": "._stream",
+    "StreamCreation": "._device",
+    "StreamFlag": "._pyacl.constants",
+    "WorkerOptions": "._worker",
+    "open_device": "._device",
+}
 
 __all__ = [
     "AclError",
@@ -57,3 +88,16 @@ __all__ = [
     "__version__",
     "open_device",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aclasync' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

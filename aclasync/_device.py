@@ -11,11 +11,11 @@ import anyio.lowlevel
 
 from ._backend import resolve_backend
 from ._buffers import DeviceBuffer, HostBuffer
-from ._constants import StreamFlag
 from ._errors import AclError, raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
 from ._loop import current_delivery
+from ._pyacl.constants import StreamFlag
 from ._stream import Stream
 from ._waits import check_timeout, timeout_error, unpack_call, unpack_wait
 from ._worker import DeviceWorker, Lane, WorkerOptions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from ._codes import TIMEOUT_CODES, code_name
+from ._pyacl.codes import TIMEOUT_CODES, code_name
 
 __all__ = [
     "AclError",

@@ -10,11 +10,11 @@ import anyio.lowlevel
 import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._constants import FailureMode, MemcpyKind, StreamFlag
 from ._errors import raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
 from ._loop import current_delivery
+from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
 from ._waits import check_timeout, park, unpack_wait
 from ._worker import Lane
 

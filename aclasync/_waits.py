@@ -7,9 +7,9 @@ from typing import Any
 
 import anyio
 
-from ._codes import ErrorCode
 from ._errors import AclTimeoutError, raise_for_status
 from ._loop import Waiter
+from ._pyacl.codes import ErrorCode
 from ._worker import BROKEN, CLOSED
 
 __all__ = ["check_timeout", "park", "timeout_error", "unpack_call", "unpack_wait"]

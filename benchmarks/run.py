@@ -1,6 +1,6 @@
 """Run the aclasync benchmark suite: ``python benchmarks/run.py [NAMES] [--quick] ...``.
 
-A thin wrapper over ``aclasync._bench.run`` (the same runner as ``aclasync bench``):
+A thin wrapper over ``aclasync._cli._bench.run`` (the same runner as ``aclasync bench``):
 progress goes to stderr, the table to stdout.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from aclasync._bench import BENCHMARKS, format_table, run
+from aclasync._cli._bench import BENCHMARKS, format_table, run
 
 
 def main(argv: list[str] | None = None) -> int:

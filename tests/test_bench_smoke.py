@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from aclasync._bench import BENCHMARKS, format_table, run
+from aclasync._cli._bench import BENCHMARKS, format_table, run
 
 
 def _positive(value: Any) -> bool:

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 import aclasync
-import aclasync._demo
+import aclasync._cli._pipeline
 import aclasync.sim
 from aclasync._cli import main
-from aclasync._cli_demo import ProgressDisplay
+from aclasync._cli._demo import ProgressDisplay
 from aclasync.sim._runtime import SimExtension
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,12 +153,12 @@ def test_demo_runs_verifies_and_summarises(capsys: pytest.CaptureFixture[str], l
 def test_demo_reports_failed_verification(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = aclasync._demo.host_reference
+    real = aclasync._cli._pipeline.host_reference
 
     def host_reference_off_by_one(item: int, w: Any) -> Any:
         return real(item, w) + 1
 
-    monkeypatch.setattr(aclasync._demo, "host_reference", host_reference_off_by_one)
+    monkeypatch.setattr(aclasync._cli._pipeline, "host_reference", host_reference_off_by_one)
     assert main(["demo", "--devices", "2", "--items", "8", "--kernel-us", "100"]) == 1
     captured = capsys.readouterr()
     assert "verified" not in captured.out
@@ -186,7 +186,7 @@ def test_progress_redraws_one_line_on_a_tty() -> None:
 
     out = Terminal()
     display = ProgressDisplay(out)
-    state = aclasync._demo.PipelineProgress(total=3, per_device={0: 0, 1: 0})
+    state = aclasync._cli._pipeline.PipelineProgress(total=3, per_device={0: 0, 1: 0})
     for device in (0, 1, 0):
         state.done += 1
         state.per_device[device] += 1
@@ -204,7 +204,7 @@ def test_progress_redraws_one_line_on_a_tty() -> None:
 
 
 def test_bench_unknown_name_lists_the_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
-    from aclasync._bench import BENCHMARKS
+    from aclasync._cli._bench import BENCHMARKS
 
     assert main(["bench", "overhead", "nope"]) == 2
     captured = capsys.readouterr()

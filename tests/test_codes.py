@@ -6,8 +6,8 @@ import enum
 
 import pytest
 
-from aclasync._codes import TIMEOUT_CODES, ErrorCode, code_name
-from aclasync._constants import (
+from aclasync._pyacl.codes import TIMEOUT_CODES, ErrorCode, code_name
+from aclasync._pyacl.constants import (
     CallbackBlockType,
     EventFlag,
     EventRecordedStatus,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._codes import ErrorCode
+from .._pyacl.codes import ErrorCode
 
 __all__ = ["RC"]
 

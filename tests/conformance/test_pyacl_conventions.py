@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from aclasync._codes import ErrorCode
-from aclasync._constants import EventRecordedStatus, EventStatus, MemcpyKind, StreamFlag
+from aclasync._pyacl.codes import ErrorCode
+from aclasync._pyacl.constants import EventRecordedStatus, EventStatus, MemcpyKind, StreamFlag
 
 INVALID_PARAM = ErrorCode.ACL_ERROR_INVALID_PARAM
 RT_PARAM_INVALID = ErrorCode.ACL_ERROR_RT_PARAM_INVALID

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aclasync._codes import code_name
+from aclasync._pyacl.codes import code_name
 from aclasync.sim import create
 
 

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from aclasync._codes import ErrorCode
-from aclasync._constants import MemAttr, OverflowMode, RunMode
+from aclasync._pyacl.codes import ErrorCode
+from aclasync._pyacl.constants import MemAttr, OverflowMode, RunMode
 from aclasync.sim import Kernel
 
 GiB = 1 << 30

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from aclasync._codes import ErrorCode
-from aclasync._constants import EventFlag, EventRecordedStatus, EventStatus
+from aclasync._pyacl.codes import ErrorCode
+from aclasync._pyacl.constants import EventFlag, EventRecordedStatus, EventStatus
 from aclasync.sim import Kernel
 
 MS = 1000

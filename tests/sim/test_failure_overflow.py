@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aclasync._codes import ErrorCode
-from aclasync._constants import FailureMode, MemcpyKind, OverflowMode
+from aclasync._pyacl.codes import ErrorCode
+from aclasync._pyacl.constants import FailureMode, MemcpyKind, OverflowMode
 from aclasync.sim import Kernel
 
 MS = 1000

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclasync._codes import ErrorCode
-from aclasync._constants import MallocPolicy, MemAttr, MemcpyKind, StreamStatus
+from aclasync._pyacl.codes import ErrorCode
+from aclasync._pyacl.constants import MallocPolicy, MemAttr, MemcpyKind, StreamStatus
 from aclasync.sim import Kernel
 
 MS = 1000

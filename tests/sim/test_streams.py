@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from aclasync._codes import ErrorCode
-from aclasync._constants import MemAttr, StreamFlag, StreamStatus
+from aclasync._pyacl.codes import ErrorCode
+from aclasync._pyacl.constants import MemAttr, StreamFlag, StreamStatus
 from aclasync.sim import Kernel
 
 MS = 1000  # microseconds per millisecond, for Kernel(duration_us=...)

@@ -6,8 +6,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from . import _demo
-from ._cli_common import CliError, run_on_loop
+from . import _pipeline
+from ._common import CliError, run_on_loop
 
 __all__ = ["ProgressDisplay", "format_summary", "run_demo"]
 
@@ -27,9 +27,9 @@ class ProgressDisplay:
         self._tty = out.isatty()
         self._last_draw = 0.0
         self._next_tenth = 1
-        self.last: _demo.PipelineProgress | None = None
+        self.last: _pipeline.PipelineProgress | None = None
 
-    def __call__(self, state: _demo.PipelineProgress) -> None:
+    def __call__(self, state: _pipeline.PipelineProgress) -> None:
         self.last = state
         finished = state.done == state.total
         if self._tty:
@@ -76,7 +76,7 @@ def run_demo(
     )
 
     async def pipeline() -> dict[str, Any]:
-        return await _demo.run_pipeline(
+        return await _pipeline.run_pipeline(
             devices=devices, items=items, kernel_us=kernel_us, size=size, progress=display
         )
 
@@ -114,7 +114,7 @@ def format_summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _progress_line(state: _demo.PipelineProgress) -> str:
+def _progress_line(state: _pipeline.PipelineProgress) -> str:
     elapsed = max(time.perf_counter() - state.started, 1e-9)
     devices = " ".join(f"d{d}:{n}" for d, n in sorted(state.per_device.items()))
     return f"{state.done}/{state.total} items  {state.done / elapsed:.0f} items/s  [{devices}]"

@@ -1,20 +1,18 @@
 """``pipeline``: the demo's multi-device pipeline on 1, 2, 4 and 8 devices.
 
-Runs ``aclasync._demo.run_pipeline(devices=d, items=n, backend=...)`` on a fresh
+Runs the demo's ``run_pipeline(devices=d, items=n, backend=...)`` on a fresh
 eight-device simulator for each device count and reports items per second and the
-scaling efficiency, ``(rate on d devices / rate on 1) / d``. Skipped while the demo
-module does not exist.
+scaling efficiency, ``(rate on d devices / rate on 1) / d``.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aclasync import sim
 
-from ._common import BenchConfig, Skip, column, run_on_loop
+from .._pipeline import run_pipeline
+from ._common import BenchConfig, column, run_on_loop
 from ._stats import ratio
 
 __all__ = ["run"]
@@ -22,25 +20,16 @@ __all__ = ["run"]
 TITLE = "Demo pipeline scaling"
 DEVICE_COUNTS = (1, 2, 4, 8)
 
-_Pipeline = Callable[..., Awaitable[dict[str, Any]]]
-
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
-    """Run the pipeline at every device count on every loop of *cfg*; return the result.
-
-    Raises
-    ------
-    Skip
-        If ``aclasync._demo`` (or its ``run_pipeline``) is not available yet.
-    """
-    pipeline = _load()
+    """Run the pipeline at every device count on every loop of *cfg*; return the result."""
     items = cfg.size(256, 64, minimum=max(DEVICE_COUNTS))
     rows: list[dict[str, Any]] = []
     for loop in cfg.loops:
         single: float | None = None
         for devices in DEVICE_COUNTS:
             cfg.progress(f"pipeline [{loop}]: {items} items on {devices} device(s)")
-            figures = run_on_loop(loop, _one, pipeline, devices, items)
+            figures = run_on_loop(loop, _one, devices, items)
             rate = float(figures["items_per_s"])
             if devices == 1:
                 single = rate
@@ -75,23 +64,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     }
 
 
-def _load() -> _Pipeline:
-    try:
-        module = importlib.import_module("aclasync._demo")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("aclasync._demo", "aclasync"):
-            raise
-        raise Skip("aclasync._demo not available yet") from None
-    pipeline = getattr(module, "run_pipeline", None)
-    if pipeline is None:
-        raise Skip("aclasync._demo has no run_pipeline yet")
-    result: _Pipeline = pipeline
-    return result
-
-
-async def _one(pipeline: _Pipeline, devices: int, items: int) -> dict[str, Any]:
+async def _one(devices: int, items: int) -> dict[str, Any]:
     backend = sim.create(device_count=max(DEVICE_COUNTS))
     try:
-        return await pipeline(devices=devices, items=items, backend=backend)
+        return await run_pipeline(devices=devices, items=items, backend=backend)
     finally:
         backend.sim.close()

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import _demo, sim
-from ._cli_common import CliError, run_on_loop
-from ._version import __version__
+from .. import sim
+from .._version import __version__
+from . import _pipeline
+from ._common import CliError, run_on_loop
 
 __all__ = ["TraceRecorder", "run_trace"]
 
@@ -124,7 +125,7 @@ def run_trace(*, devices: int, items: int, out_path: str, loop: str, out: TextIO
     completions = _CompletionSpans(recorder, devices)
 
     async def pipeline() -> dict[str, Any]:
-        return await _demo.run_pipeline(
+        return await _pipeline.run_pipeline(
             devices=devices, items=items, backend=backend, progress=completions
         )
 
@@ -171,7 +172,7 @@ class _CompletionSpans:
         for device in range(devices):
             recorder.name_track(device + 1, _ITEMS_TID, f"device {device}", "items finished")
 
-    def __call__(self, state: _demo.PipelineProgress) -> None:
+    def __call__(self, state: _pipeline.PipelineProgress) -> None:
         now = time.monotonic()
         for device, count in state.per_device.items():
             while self._seen.get(device, 0) < count:

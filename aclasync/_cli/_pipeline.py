@@ -20,9 +20,9 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ._device import Device, open_device
-from ._event import Event
-from ._stream import Stream
+from .._device import Device, open_device
+from .._event import Event
+from .._stream import Stream
 
 __all__ = ["PipelineProgress", "run_pipeline"]
 
@@ -94,7 +94,7 @@ async def run_pipeline(
         raise ValueError("devices, items and size must be >= 1 and kernel_us >= 0")
     own_runtime = backend is None
     if own_runtime:
-        from . import sim
+        from .. import sim
 
         backend = sim.create(device_count=devices)
     state = PipelineProgress(total=items, per_device=dict.fromkeys(range(devices), 0))
@@ -189,7 +189,7 @@ class _DevicePipeline:
     async def _upload_and_compute(
         self, dev: Device, transfer: Stream, compute_stream: Stream, slot: _Slot
     ) -> None:
-        from .sim import Kernel
+        from ..sim import Kernel
 
         transfer.memcpy(slot.dev_in, slot.host_in)
         uploaded = await transfer.record_event()

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._cli_common import LOOP_CHOICES, CliError
-from ._errors import AclasyncError
-from ._version import __version__
+from .._errors import AclasyncError
+from .._version import __version__
+from ._common import LOOP_CHOICES, CliError
 
 __all__ = ["build_parser", "main"]
 
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: $ACLASYNC_BACKEND, else native if `import acl` works, else sim",
     )
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
-    info.set_defaults(handler=_info)
+    info.set_defaults(handler=_cmd_info)
 
     demo = commands.add_parser("demo", help="run a concurrent multi-device pipeline (simulator)")
     demo.add_argument("--devices", type=int, default=4, help="simulated devices (default 4)")
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--kernel-us", type=float, default=5000.0, help="modelled kernel time (default 5000)"
     )
     demo.add_argument("--size", type=int, default=64, help="matrix side length (default 64)")
-    demo.set_defaults(handler=_demo)
+    demo.set_defaults(handler=_cmd_demo)
 
     bench = commands.add_parser("bench", help="run the benchmark suite")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default all)")
@@ -84,14 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="multiply sample counts and sizes (e.g. 0.05 for a smoke run; default 1)",
     )
-    bench.set_defaults(handler=_bench)
+    bench.set_defaults(handler=_cmd_bench)
 
     trace = commands.add_parser("trace", help="write a Chrome/Perfetto timeline of a demo run")
     trace.add_argument("--devices", type=int, default=2, help="simulated devices (default 2)")
     trace.add_argument("--items", type=int, default=16, help="items to process (default 16)")
     trace.add_argument("--out", default="aclasync-trace.json", help="default: aclasync-trace.json")
     _add_loop(trace)
-    trace.set_defaults(handler=_trace)
+    trace.set_defaults(handler=_cmd_trace)
     return parser
 
 
@@ -101,14 +101,14 @@ def _add_loop(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _info(args: argparse.Namespace) -> int:
-    from ._cli_info import run_info
+def _cmd_info(args: argparse.Namespace) -> int:
+    from ._info import run_info
 
     return run_info(args.backend, args.json)
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from ._cli_demo import run_demo
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
 
     return run_demo(
         devices=args.devices,
@@ -120,7 +120,7 @@ def _demo(args: argparse.Namespace) -> int:
     )
 
 
-def _bench(args: argparse.Namespace) -> int:
+def _cmd_bench(args: argparse.Namespace) -> int:
     from ._bench import BENCHMARKS, format_table, run
 
     unknown = [name for name in args.names if name not in BENCHMARKS]
@@ -143,8 +143,8 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _trace(args: argparse.Namespace) -> int:
-    from ._cli_trace import run_trace
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from ._trace import run_trace
 
     return run_trace(
         devices=args.devices, items=args.items, out_path=args.out, loop=args.loop, out=sys.stdout

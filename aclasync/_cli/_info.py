@@ -8,10 +8,10 @@ import json
 import os
 from typing import Any
 
-from ._backend import ENV_VAR, resolve_backend
-from ._constants import RunMode
-from ._errors import raise_for_status
-from ._version import __version__
+from .._backend import ENV_VAR, resolve_backend
+from .._errors import raise_for_status
+from .._pyacl.constants import RunMode
+from .._version import __version__
 
 __all__ = ["choose_backend", "collect_info", "format_info", "run_info"]
 

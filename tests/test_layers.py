@@ -1,0 +1,159 @@
+"""The layering rules of DESIGN.md §7, checked on the source and in a fresh interpreter.
+
+- ``aclasync._pyacl`` (pyACL's vocabulary) is a leaf: it imports nothing else of aclasync.
+- The simulator imports only itself and the vocabulary, and no event-loop library.
+- The device worker never imports the simulator: it drives whatever backend it is given.
+- The library (front end, worker, simulator, ``testing``) never imports the command line
+  (``aclasync._cli``: the subcommands and the demo and benchmark runners they drive).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import aclasync
+
+PACKAGE_DIR = Path(aclasync.__file__).parent
+LOOP_LIBRARIES = ("anyio", "asyncio", "trio", "uvloop", "outcome", "sniffio")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line, module)`` for every import in *path*, function-level ones included.
+
+    ``from x import y`` yields both ``x`` and ``x.y``, since ``y`` may be a submodule.
+    """
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield node.lineno, target
+            for alias in node.names:
+                yield node.lineno, f"{target}.{alias.name}"
+
+
+def _sources() -> list[tuple[str, Path]]:
+    return sorted((_module_name(p), p) for p in PACKAGE_DIR.rglob("*.py"))
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _violations(rule: str) -> list[str]:
+    found = []
+    for module, path in _sources():
+        for line, target in _imports(path):
+            if _breaks(rule, module, target):
+                found.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line} imports {target}")
+    return found
+
+
+def _breaks(rule: str, module: str, target: str) -> bool:
+    if rule == "vocabulary is a leaf":
+        return (
+            _within(module, "aclasync._pyacl")
+            and _within(target, "aclasync")
+            and target != "aclasync"
+            and not _within(target, "aclasync._pyacl")
+        )
+    if rule == "sim imports only itself and the vocabulary":
+        if not _within(module, "aclasync.sim"):
+            return False
+        if any(_within(target, lib) for lib in LOOP_LIBRARIES):
+            return True
+        return (
+            _within(target, "aclasync")
+            and target != "aclasync"
+            and not _within(target, "aclasync.sim")
+            and not _within(target, "aclasync._pyacl")
+        )
+    if rule == "worker never imports sim":
+        return _within(module, "aclasync._worker") and _within(target, "aclasync.sim")
+    if rule == "library never imports the command line":
+        return (
+            not _within(module, "aclasync._cli")
+            and module != "aclasync.__main__"
+            and _within(target, "aclasync._cli")
+        )
+    raise AssertionError(rule)
+
+
+RULES = [
+    "vocabulary is a leaf",
+    "sim imports only itself and the vocabulary",
+    "worker never imports sim",
+    "library never imports the command line",
+]
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_layer_rule_holds(rule: str) -> None:
+    assert _violations(rule) == []
+
+
+def test_the_checker_sees_imports_of_every_form(tmp_path: Path) -> None:
+    # Guards the checker itself: relative, absolute and function-level imports count.
+    sim_dir = PACKAGE_DIR / "sim"
+    assert any(t == "aclasync._pyacl.codes" for p in sim_dir.glob("*.py") for _, t in _imports(p))
+    cli = PACKAGE_DIR / "_cli" / "__init__.py"
+    assert any(_within(t, "aclasync._cli._bench") for _, t in _imports(cli))
+    assert _breaks("library never imports the command line", "aclasync._device", "aclasync._cli")
+    assert _breaks("sim imports only itself and the vocabulary", "aclasync.sim._x", "anyio")
+    assert not _breaks("sim imports only itself and the vocabulary", "aclasync.sim._x", "numpy")
+
+
+def test_importing_the_simulator_loads_no_front_end_and_no_event_loop_library() -> None:
+    code = (
+        "import sys, aclasync.sim\n"
+        "acl = aclasync.sim.create(device_count=1)\n"
+        "assert acl.rt.set_device(0) == 0\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    loaded = [m for m in out if any(_within(m, lib) for lib in LOOP_LIBRARIES)]
+    front = [
+        m
+        for m in out
+        if _within(m, "aclasync")
+        and m != "aclasync"
+        and not (_within(m, "aclasync.sim") or _within(m, "aclasync._pyacl"))
+        and m != "aclasync._version"
+    ]
+    assert loaded == []
+    assert front == []
+
+
+def test_the_package_imports_lazily_and_still_exports_everything() -> None:
+    code = (
+        "import sys, aclasync\n"
+        "assert 'aclasync._device' not in sys.modules\n"
+        "assert aclasync.open_device.__module__ == 'aclasync._device'\n"
+        "assert 'aclasync._device' in sys.modules\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "ok", result.stderr
