@@ -118,6 +118,11 @@ class DeviceMemory:
     def find(self, address: int) -> Region | None:
         return self._table.find(address)
 
+    @property
+    def allocations(self) -> int:
+        """Number of live ``malloc`` blocks."""
+        return len(self._table)
+
     def clear(self) -> None:
         self._table = _RegionTable()
         self.used = 0
@@ -180,6 +185,11 @@ class HostMemory:
 
     def find(self, address: int) -> Region | None:
         return self._table.find(address)
+
+    @property
+    def allocations(self) -> int:
+        """Number of live ``malloc_host`` blocks."""
+        return len(self._owned)
 
     def clear(self) -> None:
         self._table = _RegionTable()
