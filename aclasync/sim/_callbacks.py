@@ -111,14 +111,21 @@ class ReportHub:
                 sub.wake.wait(remaining)
             batch = list(sub.reports)
             sub.reports.clear()
+        escaping: BaseException | None = None
         for fn, user_data, task in batch:
             try:
                 fn(user_data)
             except Exception:
                 _log.exception("callback %r raised; the exception is dropped", fn)
-            if task.hold:
-                with self._lock:
-                    _release(task)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: after the batch
+                _log.error("callback %r raised %r; re-raised after its batch", fn, exc)
+                escaping = escaping or exc
+            finally:
+                if task.hold:
+                    with self._lock:
+                        _release(task)
+        if escaping is not None:
+            raise escaping
         return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from ._core import Core, wait_for_tasks
@@ -52,7 +53,10 @@ class CallGroup:
             engine = stream.device.engine
             if engine is None:
                 return RC.PARAM_INVALID
+            task.task_id = next(self._core.task_ids)
+            task.submitter = threading.get_ident()
             engine.submit_locked(task)
+        self._core.last_task_id = task.task_id
         return RC.OK
 
     def _wait_stream(self, stream: SimStream, timeout_ms: int) -> bool:
@@ -80,6 +84,12 @@ class CallGroup:
     def _release_device(self, device: SimDevice) -> None:
         """Wait for all of *device*'s work, destroy its resources and stop its engine."""
         core = self._core
+        with core.lock:
+            engine = device.engine
+            for notify in device.notifies.values():  # never-recorded waits must not hang
+                gate, notify.gate = notify.gate, None
+                if gate is not None and engine is not None:
+                    engine.complete_locked(gate)
         while True:
             wait_for_tasks(core, device.pending_tails(), None)
             with core.lock:
@@ -89,8 +99,14 @@ class CallGroup:
                     core.reports.forget_stream_locked(stream)
                 for ctx in device.all_contexts():
                     core.objects.pop(ctx.handle, None)
+                    core.objects.pop(ctx.default_alias, None)
                     for handle in (*ctx.streams, *ctx.events):
                         core.objects.pop(handle, None)
+                for handle in device.notifies:
+                    core.objects.pop(handle, None)
+                for host_ptr, (owner, _) in list(core.host_registrations.items()):
+                    if owner == device.id:
+                        del core.host_registrations[host_ptr]
                 engine, cores = device.deactivate()
                 break
         if engine is not None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from ._cores import CorePool
 from ._engine import Engine
@@ -24,8 +26,13 @@ class SimDevice:
         lock: threading.Lock,
         cores: CorePool,
         new_handle: Callable[[], int],
+        physical_id: int | None = None,
+        on_failure: Callable[[Task], None] | None = None,
     ) -> None:
+        self._report_failure = on_failure
         self.id = device_id
+        #: The physical device this logical one is (``ASCEND_RT_VISIBLE_DEVICES``).
+        self.physical_id = device_id if physical_id is None else physical_id
         self.profile = profile
         self._lock = lock
         self._cores = cores
@@ -38,6 +45,10 @@ class SimDevice:
         self.engine: Engine | None = None
         self.streams_used = 0
         self.events_used = 0
+        #: Core limits of ``set_device_res_limit`` (cube, vector); profile values by default.
+        self.res_limits = [profile.cube_cores, profile.vector_cores]
+        self.notifies: dict[int, Any] = {}
+        self.notify_numbers = itertools.count()
         self.observer: Callable[[int, int, str, float, float], None] | None = None
 
     @property
@@ -49,6 +60,7 @@ class SimDevice:
         if self.default_context is None:
             self.streams_used = self.profile.reserved_streams
             self.events_used = 0
+            self.res_limits = [self.profile.cube_cores, self.profile.vector_cores]
             self.sat_mode = self.profile.default_sat_mode
             self.memory = DeviceMemory(self.id, self.profile.memory_bytes)
             self.default_context = Context(self._new_handle(), self, is_default=True)
@@ -88,6 +100,9 @@ class SimDevice:
             forget_context(ctx)
         self.default_context = None
         self.contexts.clear()
+        for notify in self.notifies.values():
+            notify.alive = False
+        self.notifies.clear()
         self.memory.clear()
         self.refcount = 0
         self.streams_used = 0
@@ -113,6 +128,8 @@ class SimDevice:
         event.alive = False
 
     def _on_failure(self, task: Task) -> None:
+        if self._report_failure is not None:
+            self._report_failure(task)
         stream = task.stream
         if not stream.pending_error:
             stream.pending_error = task.error

@@ -80,6 +80,11 @@ class Engine:
             task.hold = False
             self._satisfy_locked(task, time.monotonic())
 
+    def complete_locked(self, task: Task) -> None:
+        """Finish a placeholder task no stream runs (a notify's gate), waking its dependents."""
+        if not task.done:
+            self._finish_locked(task, time.monotonic())
+
     def drop_queued_locked(self, stream: SimStream) -> None:
         """Discard the tasks of *stream* that have not started, as if completed."""
         now = time.monotonic()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +62,9 @@ class _RegionTable:
             bisect.insort(self._starts, region.start)
         self._regions[region.start] = region
 
+    def get(self, start: int) -> Region | None:
+        return self._regions.get(start)
+
     def pop(self, start: int) -> Region | None:
         region = self._regions.pop(start, None)
         if region is not None:
@@ -89,14 +91,15 @@ class DeviceMemory:
         self.base = device_base(device_id)
         self._next = self.base
         self._table = _RegionTable()
+        self._mapped: set[int] = set()
         self.used = 0
 
     def contains(self, address: int) -> bool:
         return self.base <= address < self.base + _DEVICE_SPAN
 
-    def allocate(self, size: int) -> int | None:
-        """Allocate *size* bytes (rounded up to 32, plus 32); None when out of memory."""
-        padded = (size + 31) // 32 * 32 + 32
+    def allocate(self, size: int, *, pad: bool = True) -> int | None:
+        """Allocate *size* bytes (rounded up to 32, plus 32 if *pad*); None when out of memory."""
+        padded = (size + 31) // 32 * 32 + (32 if pad else 0)
         if self.used + padded > self.capacity or self._next + padded > self.base + _DEVICE_SPAN:
             return None
         start = self._next
@@ -108,12 +111,26 @@ class DeviceMemory:
         return start
 
     def release(self, address: int) -> bool:
-        """Free the block starting at *address*; False if there is none."""
-        region = self._table.pop(address)
-        if region is None:
+        """Free the block starting at *address*; False if there is none (or it maps host memory)."""
+        region = self._table.get(address)
+        if region is None or address in self._mapped:
             return False
+        self._table.pop(address)
         self.used -= region.size
         return True
+
+    def map_host(self, view: memoryview) -> int:
+        """Give registered host memory a device address; the bytes stay the host's."""
+        size = len(view)
+        start = self._next
+        self._next = (start + size + 63) // 64 * 64
+        self._table.add(Region(start, size, lambda: view, pinned=True))
+        self._mapped.add(start)
+        return start
+
+    def unmap_host(self, address: int) -> None:
+        self._mapped.discard(address)
+        self._table.pop(address)
 
     def find(self, address: int) -> Region | None:
         return self._table.find(address)
@@ -121,23 +138,27 @@ class DeviceMemory:
     @property
     def allocations(self) -> int:
         """Number of live ``malloc`` blocks."""
-        return len(self._table)
+        return len(self._table) - len(self._mapped)
 
     def clear(self) -> None:
         self._table = _RegionTable()
+        self._mapped.clear()
         self.used = 0
 
 
 class HostMemory:
-    """Host buffers the runtime knows: ``malloc_host`` blocks and registered buffers."""
+    """Host blocks from ``malloc_host``: real, 64-byte aligned memory the runtime owns."""
 
     def __init__(self) -> None:
         self._table = _RegionTable()
         self._owned: dict[int, np.ndarray[Any, Any]] = {}
 
-    def allocate(self, size: int) -> int:
-        """Allocate *size* bytes of 64-byte aligned, pinned host memory; return its address."""
-        raw = np.zeros(size + 64, dtype=np.uint8)
+    def allocate(self, size: int) -> int | None:
+        """Allocate *size* bytes of pinned host memory; None if the host has not got it."""
+        try:
+            raw = np.zeros(size + 64, dtype=np.uint8)
+        except (MemoryError, ValueError):
+            return None
         offset = (-raw.ctypes.data) % 64
         block = raw[offset : offset + size]
         start = int(block.ctypes.data)
@@ -151,37 +172,6 @@ class HostMemory:
             return False
         self._table.pop(address)
         return True
-
-    def register_array(self, array: np.ndarray[Any, Any]) -> int:
-        """Register a C-contiguous array; it stays usable while the caller keeps it alive."""
-        start = int(array.ctypes.data)
-        ref = weakref.ref(array)
-
-        def buffer() -> memoryview | None:
-            alive = ref()
-            return None if alive is None else memoryview(alive.reshape(-1).view(np.uint8).data)
-
-        self._table.add(
-            Region(start, array.nbytes, buffer, pinned=False, writable=bool(array.flags.writeable))
-        )
-        return start
-
-    def register_bytes(self, data: bytes | bytearray) -> int:
-        """Register a bytes-like object, kept alive by the runtime."""
-        array = np.frombuffer(data, dtype=np.uint8)
-        start = int(array.ctypes.data) if array.size else 0
-        view = memoryview(data).cast("B")
-        keep = (data, view)
-        self._table.add(
-            Region(
-                start,
-                len(data),
-                lambda: keep[1],
-                pinned=False,
-                writable=isinstance(data, bytearray),
-            )
-        )
-        return start
 
     def find(self, address: int) -> Region | None:
         return self._table.find(address)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from ._device import SimDevice
 
-__all__ = ["Context", "SimEvent", "SimStream", "Task"]
+__all__ = ["Context", "ExceptionInfo", "SimEvent", "SimStream", "Task"]
 
 
 class Task:
@@ -38,6 +38,8 @@ class Task:
         "pending",
         "start",
         "stream",
+        "submitter",
+        "task_id",
         "waiters",
     )
 
@@ -64,6 +66,8 @@ class Task:
         self.dep = dep
         self.hold = hold
         self.done = False
+        self.task_id = 0
+        self.submitter = 0
         self.pending = 0
         self.start = 0.0
         self.finish = 0.0
@@ -88,9 +92,11 @@ class SimStream:
         "pending_error",
         "priority",
         "queue",
+        "res_limits",
         "running",
         "sat_mode",
         "subscriber",
+        "tag",
         "tail",
     )
 
@@ -119,6 +125,8 @@ class SimStream:
         self.overflow_switch = 0
         self.launched = False
         self.subscriber: int | None = None
+        self.tag = 0
+        self.res_limits: list[int] | None = None
         self.alive = True
 
     @property
@@ -145,7 +153,7 @@ class SimStream:
 class SimEvent:
     """An event: remembers the record task it captured last."""
 
-    __slots__ = ("alive", "context", "flags", "handle", "hardware", "kind", "record")
+    __slots__ = ("alive", "context", "flags", "handle", "hardware", "kind", "record", "waits")
 
     def __init__(self, handle: int, context: Context, kind: str, flags: int, hardware: bool):
         self.handle = handle
@@ -154,6 +162,8 @@ class SimEvent:
         self.flags = flags
         self.hardware = hardware
         self.record: Task | None = None
+        #: The ``stream_wait_event`` tasks queued on this event (``query_event_wait_status``).
+        self.waits: list[Task] = []
         self.alive = True
 
     @property
@@ -166,6 +176,7 @@ class Context:
 
     __slots__ = (
         "alive",
+        "default_alias",
         "default_stream",
         "device",
         "events",
@@ -173,6 +184,7 @@ class Context:
         "is_default",
         "overflow_status",
         "streams",
+        "sys_params",
     )
 
     def __init__(self, handle: int, device: SimDevice, *, is_default: bool) -> None:
@@ -184,6 +196,29 @@ class Context:
         self.events: dict[int, SimEvent] = {}
         self.alive = True
         self.default_stream = SimStream(0, self, is_default=True)
+        #: The handle ``ctx_get_current_default_stream`` gave out for the default stream.
+        self.default_alias = 0
+        self.sys_params: dict[int, int] = {}
 
     def all_streams(self) -> list[SimStream]:
         return [self.default_stream, *self.streams.values()]
+
+
+class ExceptionInfo:
+    """One failed task, as ``get_*_from_exception_info`` read it."""
+
+    __slots__ = ("device_id", "error", "stream_id", "task_id", "thread_id")
+
+    def __init__(
+        self, error: int, task_id: int, stream_id: int, thread_id: int, device_id: int
+    ) -> None:
+        self.error = error
+        self.task_id = task_id
+        self.stream_id = stream_id
+        self.thread_id = thread_id
+        self.device_id = device_id
+
+
+def stream_id(stream: SimStream) -> int:
+    """The number ``stream_get_id`` reports: 0 for default streams."""
+    return 0 if stream.is_default else (stream.handle >> 6) & 0xFFFF

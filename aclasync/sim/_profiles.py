@@ -56,6 +56,11 @@ class SocProfile:
     fast_launch_reserved_bytes: int = 2 * _MiB
     #: Threads running kernel bodies, shared by all devices of a runtime.
     core_threads: int = 2
+    #: What ``get_device_info`` reports: AI CPUs, cube (AI) cores, vector cores, L2 cache.
+    aicpu_cores: int = 6
+    cube_cores: int = 20
+    vector_cores: int = 40
+    l2_cache_bytes: int = 192 * _MiB
     #: Copy bandwidths that give copy tasks their duration.
     h2d_gbps: float = 25.0
     d2h_gbps: float = 25.0
@@ -87,6 +92,10 @@ PROFILES: Mapping[str, SocProfile] = MappingProxyType(
             overflow_switch_supported=False,
             memory_bytes=8 * _GiB,
             memory_is_hbm=False,
+            aicpu_cores=4,
+            cube_cores=1,
+            vector_cores=1,
+            l2_cache_bytes=4 * _MiB,
             h2d_gbps=8.0,
             d2h_gbps=8.0,
             d2d_gbps=50.0,

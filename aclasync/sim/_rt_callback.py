@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ._args import parsed
 from ._calls import CallGroup
 from ._core import check_ints
 from ._objects import Task
@@ -17,6 +18,7 @@ __all__ = ["CallbackCalls"]
 class CallbackCalls(CallGroup):
     """Callbacks delivered to a subscribed thread by ``process_report``."""
 
+    @parsed("acl.rt.subscribe_report", "Kk")
     def subscribe_report(self, thread_id: int, stream: int, /) -> int:
         check_ints("subscribe_report", thread_id, stream)
         _, found, ret = self._resolve_stream(stream)
@@ -25,6 +27,7 @@ class CallbackCalls(CallGroup):
         with self._core.lock:
             return self._core.reports.subscribe_locked(thread_id, found)
 
+    @parsed("acl.rt.unsubscribe_report", "Kk")
     def unsubscribe_report(self, thread_id: int, stream: int, /) -> int:
         check_ints("unsubscribe_report", thread_id, stream)
         _, found, ret = self._resolve_stream(stream)
@@ -33,15 +36,12 @@ class CallbackCalls(CallGroup):
         with self._core.lock:
             return self._core.reports.unsubscribe_locked(thread_id, found)
 
+    @parsed("acl.rt.launch_callback", "OOik")
     def launch_callback(
         self, fn: Callable[[Any], Any], user_data: Any, block_type: int, stream: int, /
     ) -> int:
         if not callable(fn):
-            raise TypeError(
-                f"launch_callback: argument 1 must be callable, not {type(fn).__name__} "
-                "(args parse failed)"
-            )
-        check_ints("launch_callback", block_type, stream)
+            raise TypeError("parameter must be callable")
         found, ret = self._own_stream(stream)
         if found is None:
             return ret
@@ -56,6 +56,7 @@ class CallbackCalls(CallGroup):
 
         return self._submit(found, Task(found, "callback", action=post, hold=bool(block_type)))
 
+    @parsed("acl.rt.process_report", "i")
     def process_report(self, timeout: int, /) -> int:
         check_ints("process_report", timeout)
         if timeout == 0 or timeout < -1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._args import parsed
 from ._calls import CallGroup
 from ._core import check_ints, wait_for_tasks
 from ._device import forget_context
@@ -17,6 +18,7 @@ _MEM_ATTR_MAX = 17
 class DeviceCalls(CallGroup):
     """Devices, contexts, device-wide sync, saturation mode and memory info."""
 
+    @parsed("acl.rt.set_device", "i")
     def set_device(self, device_id: int, /) -> int:
         check_ints("set_device", device_id)
         core = self._core
@@ -30,9 +32,11 @@ class DeviceCalls(CallGroup):
         core.context = ctx
         return RC.OK
 
+    @parsed("acl.rt.reset_device", "i")
     def reset_device(self, device_id: int, /) -> int:
         return self._reset(device_id, force=False)
 
+    @parsed("acl.rt.reset_device_force", "i")
     def reset_device_force(self, device_id: int, /) -> int:
         return self._reset(device_id, force=True)
 
@@ -51,21 +55,26 @@ class DeviceCalls(CallGroup):
         self._release_device(device)
         return RC.OK
 
+    @parsed("acl.rt.get_device", "")
     def get_device(self) -> tuple[int, int]:
         ctx = self._core.context
         if ctx is None:
             return 0, RC.CONTEXT_NULL
         return ctx.device.id, RC.OK
 
+    @parsed("acl.rt.get_device_count", "")
     def get_device_count(self) -> tuple[int, int]:
         return len(self._core.devices), RC.OK
 
+    @parsed("acl.rt.get_run_mode", "")
     def get_run_mode(self) -> tuple[int, int]:
         return self._core.profile.run_mode, RC.OK
 
+    @parsed("acl.rt.synchronize_device", "")
     def synchronize_device(self) -> int:
         return self._sync_device(-1)
 
+    @parsed("acl.rt.synchronize_device_with_timeout", "i")
     def synchronize_device_with_timeout(self, timeout: int, /) -> int:
         check_ints("synchronize_device_with_timeout", timeout)
         if timeout < -1:
@@ -86,8 +95,12 @@ class DeviceCalls(CallGroup):
         if not wait_for_tasks(core, tails, timeout_deadline(timeout_ms), latency_s=latency):
             return RC.STREAM_SYNC_TIMEOUT
         with core.lock:
-            return device.take_error()
+            code = device.take_error()
+        if code and core.pending_infos:
+            core.deliver_exception_infos()
+        return code
 
+    @parsed("acl.rt.set_device_sat_mode", "i")
     def set_device_sat_mode(self, mode: int, /) -> int:
         check_ints("set_device_sat_mode", mode)
         ctx = self._core.context
@@ -98,12 +111,14 @@ class DeviceCalls(CallGroup):
         ctx.device.sat_mode = mode
         return RC.OK
 
+    @parsed("acl.rt.get_device_sat_mode", "")
     def get_device_sat_mode(self) -> tuple[int, int]:
         ctx = self._core.context
         if ctx is None:
             return 0, RC.CONTEXT_NULL
         return ctx.device.sat_mode, RC.OK
 
+    @parsed("acl.rt.get_mem_info", "i")
     def get_mem_info(self, attr: int, /) -> tuple[int, int, int]:
         check_ints("get_mem_info", attr)
         ctx = self._core.context
@@ -116,6 +131,7 @@ class DeviceCalls(CallGroup):
 
     # -- contexts --------------------------------------------------------------------
 
+    @parsed("acl.rt.create_context", "i")
     def create_context(self, device_id: int, /) -> tuple[int, int]:
         check_ints("create_context", device_id)
         core = self._core
@@ -126,7 +142,7 @@ class DeviceCalls(CallGroup):
             default = device.activate()
             core.objects[default.handle] = default
             if device.streams_used >= device.profile.stream_limit:
-                return 0, RC.NO_STREAM_RESOURCE
+                return 0, RC.RESOURCE_ALLOC_FAIL
             ctx = Context(core.new_handle(), device, is_default=False)
             device.contexts[ctx.handle] = ctx
             device.streams_used += 1
@@ -134,6 +150,7 @@ class DeviceCalls(CallGroup):
         core.context = ctx
         return ctx.handle, RC.OK
 
+    @parsed("acl.rt.destroy_context", "k")
     def destroy_context(self, context: int, /) -> int:
         check_ints("destroy_context", context)
         if context == 0:
@@ -155,6 +172,7 @@ class DeviceCalls(CallGroup):
                 device.drop_event_locked(event, core.objects)
             device.streams_used -= 1  # the context's own default stream
             core.objects.pop(ctx.handle, None)
+            core.objects.pop(ctx.default_alias, None)
             forget_context(ctx)
             del device.contexts[ctx.handle]
             orphaned = device.refcount == 0 and not device.contexts
@@ -162,6 +180,7 @@ class DeviceCalls(CallGroup):
             self._release_device(device)
         return RC.OK
 
+    @parsed("acl.rt.set_context", "k")
     def set_context(self, context: int, /) -> int:
         check_ints("set_context", context)
         if context == 0:
@@ -172,6 +191,7 @@ class DeviceCalls(CallGroup):
         self._core.context = ctx
         return RC.OK
 
+    @parsed("acl.rt.get_context", "")
     def get_context(self) -> tuple[int, int]:
         ctx = self._core.context
         if ctx is None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from ._args import parsed
 from ._calls import CallGroup
 from ._core import check_ints, wait_for_tasks
-from ._memory import Region
 from ._objects import SimStream, Task
 from ._rc import RC
 
@@ -18,6 +18,7 @@ _MEMCPY_KIND_MAX = 7
 class MemoryCalls(CallGroup):
     """malloc/free, malloc_host/free_host, memcpy(_async), memset(_async)."""
 
+    @parsed("acl.rt.malloc", "ki")
     def malloc(self, size: int, policy: int, /) -> tuple[int, int]:
         check_ints("malloc", size, policy)
         ctx = self._core.context
@@ -31,6 +32,7 @@ class MemoryCalls(CallGroup):
             return 0, RC.MEMORY_ALLOCATION
         return address, RC.OK
 
+    @parsed("acl.rt.free", "k")
     def free(self, dev_ptr: int, /) -> int:
         check_ints("free", dev_ptr)
         if dev_ptr == 0:
@@ -43,13 +45,18 @@ class MemoryCalls(CallGroup):
                     return RC.OK if device.memory.release(dev_ptr) else RC.MEMORY_FREE
         return RC.MEMORY_FREE
 
+    @parsed("acl.rt.malloc_host", "k")
     def malloc_host(self, size: int, /) -> tuple[int, int]:
         check_ints("malloc_host", size)
         if size <= 0:
             return 0, RC.INVALID_PARAM
         with self._core.lock:
-            return self._core.host.allocate(size), RC.OK
+            address = self._core.host.allocate(size)
+        if address is None:
+            return 0, RC.MEMORY_ALLOCATION
+        return address, RC.OK
 
+    @parsed("acl.rt.free_host", "k")
     def free_host(self, host_ptr: int, /) -> int:
         check_ints("free_host", host_ptr)
         if host_ptr == 0:
@@ -57,6 +64,7 @@ class MemoryCalls(CallGroup):
         with self._core.lock:
             return RC.OK if self._core.host.release(host_ptr) else RC.MEMORY_FREE
 
+    @parsed("acl.rt.memcpy", "kkkki")
     def memcpy(self, dst: int, dst_max: int, src: int, count: int, kind: int, /) -> int:
         check_ints("memcpy", dst, dst_max, src, count, kind)
         plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
@@ -68,6 +76,7 @@ class MemoryCalls(CallGroup):
             time.sleep(seconds)
         return RC.OK
 
+    @parsed("acl.rt.memcpy_async", "kkkkik")
     def memcpy_async(
         self, dst: int, dst_max: int, src: int, count: int, kind: int, stream: int, /
     ) -> int:
@@ -87,6 +96,7 @@ class MemoryCalls(CallGroup):
             found, Task(found, "memcpy", duration=seconds, action=copy), wait=not pinned
         )
 
+    @parsed("acl.rt.memset", "kkik")
     def memset(self, dev_ptr: int, max_count: int, value: int, count: int, /) -> int:
         check_ints("memset", dev_ptr, max_count, value, count)
         target, ret = self._plan_fill(dev_ptr, max_count, count)
@@ -95,6 +105,7 @@ class MemoryCalls(CallGroup):
         target[:] = bytes([value & 0xFF]) * count
         return RC.OK
 
+    @parsed("acl.rt.memset_async", "kkikk")
     def memset_async(
         self, dev_ptr: int, max_count: int, value: int, count: int, stream: int, /
     ) -> int:
@@ -124,7 +135,8 @@ class MemoryCalls(CallGroup):
         self, dst: int, dst_max: int, src: int, count: int, kind: int
     ) -> tuple[tuple[memoryview, memoryview, float, bool] | None, int]:
         """Validate a copy; return (target view, source view, seconds, pinned) or a code."""
-        if self._core.context is None:
+        ctx = self._core.context
+        if ctx is None:
             return None, RC.CONTEXT_NULL
         if count == 0 and dst_max >= 0:
             empty = memoryview(bytearray())
@@ -133,40 +145,30 @@ class MemoryCalls(CallGroup):
             return None, RC.INVALID_PARAM
         if count > dst_max:
             return None, RC.INVALID_PARAM
-        dst_region, dst_on_device = self._core.host_or_device_region(dst)
-        src_region, src_on_device = self._core.host_or_device_region(src)
-        target = _view(dst_region, dst, count, write=True)
-        source = _view(src_region, src, count, write=False)
+        target, dst_device, dst_pinned = self._core.resolve(dst, count, write=True)
+        source, src_device, src_pinned = self._core.resolve(src, count, write=False)
         if target is None or source is None:
             return None, RC.PARAM_INVALID
         profile = self._core.profile
-        if dst_on_device and src_on_device:
+        if dst_device is not None and src_device is not None:
+            if dst_device != src_device and not self._core.peer_linked(dst_device, src_device):
+                return None, RC.PARAM_INVALID
             gbps = profile.d2d_gbps
-        elif dst_on_device:
+        elif dst_device is not None:
             gbps = profile.h2d_gbps
-        elif src_on_device:
+        elif src_device is not None:
             gbps = profile.d2h_gbps
         else:
             gbps = 0.0
         seconds = count / (gbps * 1e9) if gbps else 0.0
-        assert dst_region is not None
-        assert src_region is not None
-        pinned = dst_region.pinned and src_region.pinned
-        return (target, source, seconds, pinned), RC.OK
+        return (target, source, seconds, dst_pinned and src_pinned), RC.OK
 
     def _plan_fill(self, address: int, max_count: int, count: int) -> tuple[memoryview | None, int]:
         if self._core.context is None:
             return None, RC.CONTEXT_NULL
         if address == 0 or count < 0 or count > max_count:
             return None, RC.INVALID_PARAM
-        region, _ = self._core.host_or_device_region(address)
-        target = _view(region, address, count, write=True)
+        target, _, _ = self._core.resolve(address, count, write=True)
         if target is None:
             return None, RC.PARAM_INVALID
         return target, RC.OK
-
-
-def _view(region: Region | None, address: int, count: int, *, write: bool) -> memoryview | None:
-    if region is None or (write and not region.writable):
-        return None
-    return region.view(address, count)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import time
 
+from ._args import parsed
 from ._calls import CallGroup
 from ._core import check_ints, wait_for_tasks
 from ._objects import SimStream, Task
@@ -20,9 +21,11 @@ _STATUS_NOT_READY = 1
 class StreamCalls(CallGroup):
     """Stream life cycle, synchronisation, ordering, failure mode and overflow."""
 
+    @parsed("acl.rt.create_stream", "")
     def create_stream(self) -> tuple[int, int]:
         return self._create_stream(0, 0)
 
+    @parsed("acl.rt.create_stream_with_config", "ii")
     def create_stream_with_config(self, priority: int, flag: int, /) -> tuple[int, int]:
         check_ints("create_stream_with_config", priority, flag)
         if flag & ~_MODELLED_FLAGS:
@@ -41,7 +44,7 @@ class StreamCalls(CallGroup):
         fast_launch = bool(flags & 0x1)
         with core.lock:
             if device.streams_used >= profile.stream_limit:
-                return 0, RC.NO_STREAM_RESOURCE
+                return 0, RC.RESOURCE_ALLOC_FAIL
             if fast_launch:
                 reserve = profile.fast_launch_reserved_bytes
                 if device.memory.used + reserve > device.memory.capacity:
@@ -55,9 +58,11 @@ class StreamCalls(CallGroup):
             time.sleep(profile.fast_launch_setup_us / 1e6)
         return stream.handle, RC.OK
 
+    @parsed("acl.rt.destroy_stream", "k")
     def destroy_stream(self, stream: int, /) -> int:
         return self._destroy_stream(stream, force=False)
 
+    @parsed("acl.rt.destroy_stream_force", "k")
     def destroy_stream_force(self, stream: int, /) -> int:
         return self._destroy_stream(stream, force=True)
 
@@ -68,6 +73,8 @@ class StreamCalls(CallGroup):
         stream, ret = self._own_stream(handle)
         if stream is None:
             return ret
+        if stream.is_default:
+            return RC.PARAM_INVALID
         core = self._core
         if force:
             with core.lock:
@@ -83,10 +90,12 @@ class StreamCalls(CallGroup):
             core.reports.forget_stream_locked(stream)
         return RC.OK
 
+    @parsed("acl.rt.synchronize_stream", "k")
     def synchronize_stream(self, stream: int, /) -> int:
         check_ints("synchronize_stream", stream)
         return self._sync_stream(stream, -1)
 
+    @parsed("acl.rt.synchronize_stream_with_timeout", "ki")
     def synchronize_stream_with_timeout(self, stream: int, timeout: int, /) -> int:
         check_ints("synchronize_stream_with_timeout", stream, timeout)
         if timeout < -1:
@@ -100,8 +109,12 @@ class StreamCalls(CallGroup):
         if not self._wait_stream(stream, timeout_ms):
             return RC.STREAM_SYNC_TIMEOUT
         with self._core.lock:
-            return stream.take_error()
+            code = stream.take_error()
+        if code and self._core.pending_infos:
+            self._core.deliver_exception_infos()
+        return code
 
+    @parsed("acl.rt.stream_query", "k")
     def stream_query(self, stream: int, /) -> tuple[int, int]:
         check_ints("stream_query", stream)
         _, found, ret = self._resolve_stream(stream)
@@ -110,6 +123,7 @@ class StreamCalls(CallGroup):
         tail = found.tail
         return (0 if tail is None or tail.done else _STATUS_NOT_READY), RC.OK
 
+    @parsed("acl.rt.stream_wait_event", "kk")
     def stream_wait_event(self, stream: int, event: int, /) -> int:
         check_ints("stream_wait_event", stream, event)
         if event == 0:
@@ -120,8 +134,13 @@ class StreamCalls(CallGroup):
         ev = self._core.event(event)
         if ev is None or (ev.kind != "plain" and not ev.flags & 0x1):
             return RC.PARAM_INVALID
-        return self._submit(found, Task(found, "wait_event", dep=ev.record))
+        task = Task(found, "wait_event", dep=ev.record)
+        ret = self._submit(found, task)
+        if ret == RC.OK:
+            ev.waits = [*(t for t in ev.waits if not t.done), task]
+        return ret
 
+    @parsed("acl.rt.set_stream_failure_mode", "kI")
     def set_stream_failure_mode(self, stream: int, mode: int, /) -> int:
         check_ints("set_stream_failure_mode", stream, mode)
         if stream == 0 and not self._core.profile.failure_mode_on_default_stream:
@@ -137,6 +156,7 @@ class StreamCalls(CallGroup):
         found.failure_mode_set = True
         return RC.OK
 
+    @parsed("acl.rt.set_stream_overflow_switch", "kI")
     def set_stream_overflow_switch(self, stream: int, flag: int, /) -> int:
         check_ints("set_stream_overflow_switch", stream, flag)
         if not self._core.profile.overflow_switch_supported:
@@ -149,6 +169,7 @@ class StreamCalls(CallGroup):
         found.overflow_switch = flag
         return RC.OK
 
+    @parsed("acl.rt.get_stream_overflow_switch", "k")
     def get_stream_overflow_switch(self, stream: int, /) -> tuple[int, int]:
         check_ints("get_stream_overflow_switch", stream)
         if not self._core.profile.overflow_switch_supported:
@@ -158,6 +179,7 @@ class StreamCalls(CallGroup):
             return 0, ret
         return found.overflow_switch, RC.OK
 
+    @parsed("acl.rt.get_overflow_status", "kkk")
     def get_overflow_status(self, output_addr: int, output_size: int, stream: int, /) -> int:
         check_ints("get_overflow_status", output_addr, output_size, stream)
         if output_addr == 0:
@@ -178,6 +200,7 @@ class StreamCalls(CallGroup):
 
         return self._submit(found, Task(found, "get_overflow_status", action=write_status))
 
+    @parsed("acl.rt.reset_overflow_status", "k")
     def reset_overflow_status(self, stream: int, /) -> int:
         check_ints("reset_overflow_status", stream)
         _, found, ret = self._resolve_stream(stream)

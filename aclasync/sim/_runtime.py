@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ._args import parsed
 from ._calls import CallGroup
 from ._core import Core, check_ints
 from ._kernel import Kernel
@@ -14,21 +17,48 @@ from ._objects import Task
 from ._profiles import SocProfile, resolve_profile
 from ._rc import RC
 from ._rt_callback import CallbackCalls
+from ._rt_control import ControlCalls
 from ._rt_device import DeviceCalls
 from ._rt_event import EventCalls
+from ._rt_info import DeviceInfoCalls
 from ._rt_memory import MemoryCalls
+from ._rt_memory_more import MoreMemoryCalls
+from ._rt_notify import NotifyCalls
 from ._rt_stream import StreamCalls
+from ._rt_stream_more import MoreStreamCalls
+from ._unsupported import UnsupportedCalls
 from ._util import Util
 
-__all__ = ["DEFAULT_DEVICE_COUNT", "Rt", "SimAcl", "SimExtension", "create"]
+__all__ = ["DEFAULT_DEVICE_COUNT", "VISIBLE_DEVICES_ENV", "Rt", "SimAcl", "SimExtension", "create"]
+
+#: The environment variable CANN reads to choose (and renumber) the visible devices.
+VISIBLE_DEVICES_ENV = "ASCEND_RT_VISIBLE_DEVICES"
+
+_app_log = logging.getLogger("aclasync.sim.app")
+# aclLogLevel: ACL_DEBUG, ACL_INFO, ACL_WARNING, ACL_ERROR.
+_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
 
 
-class Rt(DeviceCalls, StreamCalls, EventCalls, MemoryCalls, CallbackCalls):
-    """The ``acl.rt`` namespace of a simulated runtime."""
+class Rt(
+    DeviceCalls,
+    DeviceInfoCalls,
+    StreamCalls,
+    MoreStreamCalls,
+    EventCalls,
+    MemoryCalls,
+    MoreMemoryCalls,
+    CallbackCalls,
+    ControlCalls,
+    NotifyCalls,
+    UnsupportedCalls,
+):
+    """The ``acl.rt`` namespace of a simulated runtime: all 182 names pyACL registers."""
 
 
 class SimExtension(CallGroup):
     """``acl.sim``: what only the simulator has."""
+
+    _util: Util | None = None
 
     @property
     def profile(self) -> SocProfile:
@@ -45,13 +75,17 @@ class SimExtension(CallGroup):
         _, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
+        duration_us, error = kernel.duration_us, kernel.error
+        limit = self._core.op_execute_timeout_us
+        if limit and duration_us > limit:  # set_op_execute_timeout*: stopped at the limit
+            duration_us, error = limit, error or RC.AICORE_TIMEOUT
         task = Task(
             found,
             "kernel",
-            duration=kernel.duration_us / 1e6,
+            duration=duration_us / 1e6,
             fn=kernel.fn,
             overflow=kernel.overflow and found.overflow_switch == 1,
-            error=kernel.error,
+            error=error,
         )
         return self._submit(found, task)
 
@@ -94,15 +128,17 @@ class SimExtension(CallGroup):
         with their contexts and are not counted), ``events``, ``contexts`` (the default
         context of every active device plus explicit ones), ``memory_regions`` (live
         ``malloc`` and ``malloc_host`` blocks), ``device_refs`` (the sum of the devices'
-        ``set_device`` reference counts) and ``threads`` (simulator threads alive:
-        device schedulers and kernel-body cores). All are 0 for a fresh runtime and
-        again after every device is released.
+        ``set_device`` reference counts), ``threads`` (simulator threads alive: device
+        schedulers and kernel-body cores), ``notifies``, ``host_registrations``
+        (``host_register`` ranges) and ``util_threads`` (``util.start_thread`` threads not
+        yet joined by ``stop_thread``). All are 0 for a fresh runtime and again after every
+        device is released and every host block freed.
         """
         core = self._core
         with core.lock:
             contexts = [ctx for device in core.devices for ctx in device.all_contexts()]
             engines = [d.engine.thread for d in core.devices if d.engine is not None]
-            return {
+            counts = {
                 "streams": sum(len(ctx.streams) for ctx in contexts),
                 "events": sum(len(ctx.events) for ctx in contexts),
                 "contexts": len(contexts),
@@ -110,7 +146,11 @@ class SimExtension(CallGroup):
                 + sum(d.memory.allocations for d in core.devices),
                 "device_refs": sum(d.refcount for d in core.devices),
                 "threads": sum(t.is_alive() for t in (*engines, *core.cores.threads)),
+                "notifies": sum(len(d.notifies) for d in core.devices),
+                "host_registrations": len(core.host_registrations),
             }
+        counts["util_threads"] = self._util.live_threads if self._util is not None else 0
+        return counts
 
     def close(self) -> None:
         """Release every active device (waiting for its work) and join all threads.
@@ -123,29 +163,84 @@ class SimExtension(CallGroup):
 
 
 class SimAcl:
-    """A simulated pyACL runtime: use it where you would use ``import acl``."""
+    """A simulated pyACL runtime: use it where you would use ``import acl``.
 
-    def __init__(self, *, device_count: int, profile: SocProfile) -> None:
-        core = Core(device_count, profile)
-        self._core = core
-        self.rt = Rt(core)
-        self.util = Util(core)
-        self.sim = SimExtension(core)
+    The devices are built on first use, reading ``ASCEND_RT_VISIBLE_DEVICES`` then
+    unless *visible_devices* is given.
+    """
+
+    def __init__(
+        self,
+        *,
+        device_count: int,
+        profile: SocProfile,
+        visible_devices: Sequence[int] | str | None = None,
+    ) -> None:
+        self._device_count = device_count
+        self._profile = profile
+        self._visible = visible_devices
+        self._core_: Core | None = None
+        self._rt: Rt | None = None
+        self._util: Util | None = None
+        self._sim: SimExtension | None = None
+
+    def _build(self) -> Core:
+        if self._core_ is None:
+            visible = self._visible
+            if visible is None:
+                visible = os.environ.get(VISIBLE_DEVICES_ENV)
+            physical = None if visible is None else parse_visible(visible, self._device_count)
+            core = Core(self._device_count, self._profile, physical)
+            self._rt = Rt(core)
+            self._util = Util(core)
+            self._sim = SimExtension(core)
+            self._sim._util = self._util
+            self._core_ = core
+        return self._core_
+
+    @property
+    def _core(self) -> Core:
+        return self._core_ if self._core_ is not None else self._build()
+
+    @property
+    def rt(self) -> Rt:
+        """``acl.rt``: devices, contexts, streams, events, memory, callbacks, ..."""
+        self._build()
+        assert self._rt is not None
+        return self._rt
+
+    @property
+    def util(self) -> Util:
+        """``acl.util``: pointers of bytes and arrays, raw threads."""
+        self._build()
+        assert self._util is not None
+        return self._util
+
+    @property
+    def sim(self) -> SimExtension:
+        """``acl.sim``: the simulator's own extensions."""
+        self._build()
+        assert self._sim is not None
+        return self._sim
 
     def __repr__(self) -> str:
         return (
-            f"<aclasync.sim runtime soc={self._core.profile.name!r} "
-            f"devices={len(self._core.devices)}>"
+            f"<aclasync.sim runtime soc={self._profile.name!r} devices={len(self._core.devices)}>"
         )
 
-    def init(self, config_path: str = "", /) -> int:
-        """Initialise (ref-counted): a repeat call returns 100002 and still counts."""
-        if not isinstance(config_path, str):
-            raise TypeError(f"init: argument 1 must be str, not {type(config_path).__name__}")
+    @parsed("acl.init", "|s")
+    def init(self, config_path: str | None = None, /) -> int:
+        """Initialise (ref-counted): a repeat call returns 100002 and still counts.
+
+        A *config_path* that names no file gives 100003 (ACL_ERROR_INVALID_FILE).
+        """
+        if config_path and not os.path.isfile(config_path):
+            return RC.INVALID_FILE
         with self._core.lock:
             self._core.init_count += 1
             return RC.OK if self._core.init_count == 1 else RC.REPEAT_INITIALIZE
 
+    @parsed("acl.finalize", "")
     def finalize(self) -> int:
         """Clear the init count at once; 100037 if not initialised."""
         with self._core.lock:
@@ -156,7 +251,37 @@ class SimAcl:
 
     def get_soc_name(self) -> str | None:
         """The SoC name of the profile (device 0's, as the real call reports)."""
-        return self._core.profile.name
+        return self._profile.name
+
+    @parsed("acl.app_log", "is", records=False)
+    def app_log(self, level: int, message: str, /) -> None:
+        """Write *message* to the ``aclasync.sim.app`` logger at an ``aclLogLevel``
+        (0 debug, 1 info, 2 warning, 3 error; others log as errors)."""
+        _app_log.log(_LOG_LEVELS.get(level, logging.ERROR), "%s", message)
+
+    def get_recent_err_msg(self) -> str | None:
+        """Describe the calling thread's most recent failed call and forget it; None if none."""
+        return self._core.recent_error_message()
+
+
+def parse_visible(value: Sequence[int] | str, device_count: int) -> list[int]:
+    """The physical devices ``ASCEND_RT_VISIBLE_DEVICES`` names, in order.
+
+    Entries are separated by commas; the list stops at the first entry that is not a
+    physical device id, or repeats one (later entries are ignored, as CUDA-style
+    runtimes do). An empty value hides every device.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value)
+    physical: list[int] = []
+    for item in items:
+        try:
+            number = int(item)
+        except (TypeError, ValueError):
+            break
+        if not 0 <= number < device_count or number in physical:
+            break
+        physical.append(number)
+    return physical
 
 
 #: Devices of the process-wide default runtime: an eight-card server.
@@ -164,16 +289,24 @@ DEFAULT_DEVICE_COUNT = 8
 
 
 def create(
-    *, device_count: int = 2, soc: str | SocProfile = "Ascend910B3", **model_params: Any
+    *,
+    device_count: int = 2,
+    soc: str | SocProfile = "Ascend910B3",
+    visible_devices: Sequence[int] | str | None = None,
+    **model_params: Any,
 ) -> SimAcl:
     """Return a fresh, independent simulated runtime.
 
     Parameters
     ----------
     device_count:
-        Number of simulated devices (ids ``0 .. device_count - 1``).
+        Number of simulated physical devices (ids ``0 .. device_count - 1``).
     soc:
         Name of a profile in ``PROFILES``, or a ``SocProfile``.
+    visible_devices:
+        The physical devices to show, as logical devices ``0 .. n-1`` in this order (a
+        sequence of ids or a comma-separated string). ``None`` reads
+        ``ASCEND_RT_VISIBLE_DEVICES``; unset, every device is visible.
     **model_params:
         Overrides of ``SocProfile`` fields, e.g. ``notify_latency_us=50``.
     """
@@ -181,4 +314,15 @@ def create(
         raise TypeError(f"device_count must be an int, got {type(device_count).__name__}")
     if device_count < 1:
         raise ValueError(f"device_count must be >= 1, got {device_count}")
-    return SimAcl(device_count=device_count, profile=resolve_profile(soc, model_params))
+    if visible_devices is not None and not isinstance(visible_devices, (str, Sequence)):
+        raise TypeError(
+            f"visible_devices must be a sequence of ints or a str, not "
+            f"{type(visible_devices).__name__}"
+        )
+    runtime = SimAcl(
+        device_count=device_count,
+        profile=resolve_profile(soc, model_params),
+        visible_devices=visible_devices,
+    )
+    runtime._build()
+    return runtime

@@ -1,18 +1,30 @@
-"""``acl.util``: host pointers for numpy arrays and bytes, and raw callback threads."""
+"""``acl.util``: raw pointers for bytes and numpy arrays, and raw threads.
+
+As in pyACL, the pointers are the real addresses of the objects' buffers (nothing is
+registered or kept alive), and ``ptr_to_*`` read whatever host memory the address names.
+Unlike pyACL, an address the process has not mapped raises ``ValueError`` instead of
+crashing the interpreter.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import threading
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ._core import Core, check_ints
+from ._args import argument_count_message, parsed
+from ._core import Core
+from ._host import host_view
 
 __all__ = ["Util"]
 
 _ESRCH = 3  # what pthread_join returns for a thread it does not know
+_log = logging.getLogger("aclasync.sim")
 
 
 class Util:
@@ -20,61 +32,127 @@ class Util:
 
     def __init__(self, core: Core) -> None:
         self._core = core
+        self._lock = threading.Lock()
         self._threads: dict[int, threading.Thread] = {}
+        self._errors: dict[int, list[str]] = {}
         self._dtypes: dict[int, np.dtype[Any]] = {}
 
-    def numpy_to_ptr(self, array: np.ndarray[Any, Any], /) -> int:
-        """Return the address of *array*'s data; the simulator can then copy to and from it."""
-        if not isinstance(array, np.ndarray):
-            raise TypeError(f"numpy_to_ptr: expected numpy.ndarray, not {type(array).__name__}")
-        if not array.flags.c_contiguous:
-            raise ValueError("numpy_to_ptr: the array must be C-contiguous")
-        with self._core.lock:
-            return self._core.host.register_array(array)
+    @parsed("acl.util.bytes_to_ptr", "O")
+    def bytes_to_ptr(self, data: bytes, /) -> int:
+        """Return the address of the buffer of *data* (a ``bytes`` object; not kept alive)."""
+        if not isinstance(data, bytes):
+            raise ValueError("needs an byte as argument")
+        address = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
+        return int(address or 0)
 
-    def bytes_to_ptr(self, data: bytes | bytearray, /) -> int:
-        """Return the address of *data*'s buffer (kept alive by the runtime)."""
-        if not isinstance(data, (bytes, bytearray)):
-            raise TypeError(f"bytes_to_ptr: expected bytes, not {type(data).__name__}")
-        with self._core.lock:
-            return self._core.host.register_bytes(data)
-
-    def ptr_to_numpy(self, ptr: int, shape: Sequence[int] | int, npy_type: int, /) -> Any:
-        """Return an array viewing host memory at *ptr* (shape and numpy type number)."""
-        check_ints("ptr_to_numpy", ptr, npy_type)
-        dtype = self._dtype(npy_type)
-        dims = (shape,) if isinstance(shape, int) else tuple(shape)
-        if not all(isinstance(d, int) and d >= 0 for d in dims):
-            raise ValueError(f"ptr_to_numpy: shape must be non-negative ints, got {shape!r}")
-        count = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
-        view = self._host_view(ptr, count, "ptr_to_numpy")
-        return np.frombuffer(view, dtype=dtype).reshape(dims)
-
+    @parsed("acl.util.ptr_to_bytes", "kk")
     def ptr_to_bytes(self, ptr: int, size: int, /) -> bytes:
         """Return a copy of *size* bytes of host memory at *ptr*."""
-        check_ints("ptr_to_bytes", ptr, size)
-        if size < 0:
-            raise ValueError(f"ptr_to_bytes: size must be >= 0, got {size}")
-        return bytes(self._host_view(ptr, size, "ptr_to_bytes"))
+        view = host_view(ptr, size, write=False) if size >= 0 else None
+        if view is None:
+            raise ValueError("convert c pointer to bytes failed")
+        return bytes(view)
 
-    def start_thread(self, fn: Callable[[Any], Any], args: Any, /) -> tuple[int, int]:
-        """Start a thread running ``fn(args)``; return ``(thread_id, 0)``."""
+    @parsed("acl.util.numpy_to_ptr", "O")
+    def numpy_to_ptr(self, array: np.ndarray[Any, Any], /) -> int:
+        """Return the address of *array*'s data (its first element; no copy, not kept alive)."""
+        if not isinstance(array, np.ndarray):
+            raise ValueError("needs an ndarray as argument")
+        return int(array.__array_interface__["data"][0])
+
+    @parsed("acl.util.numpy_contiguous_to_ptr", "O")
+    def numpy_contiguous_to_ptr(
+        self, array: np.ndarray[Any, Any], /
+    ) -> tuple[int, np.ndarray[Any, Any]]:
+        """Return ``(address, contiguous)``: *array* itself if C-contiguous, else a C-ordered copy.
+
+        Keep ``contiguous`` alive while the address is in use.
+        """
+        if not isinstance(array, np.ndarray):
+            raise ValueError("needs an ndarray as argument")
+        contiguous = np.ascontiguousarray(array)
+        return int(contiguous.__array_interface__["data"][0]), contiguous
+
+    @parsed("acl.util.ptr_to_numpy", "kOi")
+    def ptr_to_numpy(self, ptr: int, shape: tuple[int, ...], npy_type: int, /) -> Any:
+        """Return a writable array viewing host memory at *ptr* (no copy).
+
+        *shape* is a tuple of ints, *npy_type* a numpy type number (``dtype.num``).
+        """
+        if not isinstance(shape, tuple):
+            raise ValueError("shape is empty")
+        if not all(isinstance(d, int) for d in shape):
+            raise TypeError("the second argument is not list of int")
+        if any(d < 0 for d in shape):
+            raise ValueError("negative dimensions are not allowed")
+        dtype = self._dtype(npy_type)
+        count = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        view = host_view(ptr, count, write=True)
+        if view is None:
+            raise ValueError(f"{ptr:#x} (+{count} bytes) is not writable host memory")
+        return np.frombuffer(view, dtype=dtype).reshape(shape)
+
+    def start_thread(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        """Start a thread calling ``fn(args_list)`` (``fn()`` if it is None): ``(thread_id, 0)``.
+
+        Exactly two positional arguments. An exception in *fn* is printed and raised again
+        as ``RuntimeError`` by ``stop_thread``.
+        """
+        if kwargs:
+            raise TypeError("start_thread() takes no keyword arguments")
+        message = argument_count_message("OO", len(args))
+        if message is not None:
+            raise TypeError(message)
+        fn, fn_args = args
         if not callable(fn):
-            raise TypeError(f"start_thread: argument 1 must be callable, not {type(fn).__name__}")
-        thread = threading.Thread(target=fn, args=(args,), name="acl-util-thread", daemon=True)
-        thread.start()
-        assert thread.ident is not None
-        self._threads[thread.ident] = thread
+            raise TypeError("parameter must be callable")
+        thread = threading.Thread(
+            target=self._run, args=(fn, fn_args), name="acl-util-thread", daemon=True
+        )
+        with self._lock:
+            thread.start()
+            assert thread.ident is not None
+            self._threads[thread.ident] = thread
         return thread.ident, 0
 
+    @parsed("acl.util.stop_thread", "K")
     def stop_thread(self, thread_id: int, /) -> int:
-        """Join a thread from ``start_thread`` (it stops nothing; *fn* must return)."""
-        check_ints("stop_thread", thread_id)
-        thread = self._threads.pop(thread_id, None)
+        """Join a thread from ``start_thread`` (it stops nothing: its function must return).
+
+        Blocks until then. Returns ``pthread_join``'s result (``ESRCH``, 3, for an unknown
+        or already joined thread); raises ``RuntimeError`` if the thread's function raised.
+        """
+        with self._lock:
+            thread = self._threads.pop(thread_id, None)
         if thread is None:
             return _ESRCH
         thread.join()
+        with self._lock:
+            errors = self._errors.pop(thread_id, [])
+        if errors:
+            raise RuntimeError("".join(f"{error};" for error in errors))
         return 0
+
+    @property
+    def live_threads(self) -> int:
+        """Threads started and not yet joined with ``stop_thread``."""
+        with self._lock:
+            return len(self._threads)
+
+    def _run(self, fn: Callable[..., Any], fn_args: Any) -> None:
+        try:
+            if fn_args is None:
+                fn()
+            else:
+                fn(fn_args)
+        except BaseException as exc:  # reported by stop_thread, as pyACL does
+            traceback.print_exc()
+            ident = threading.get_ident()
+            with self._lock:
+                self._errors.setdefault(ident, []).append(
+                    f"exception={type(exc).__name__},msg=thread call failed"
+                )
+            _log.error("tid=%d, thread call failed: %r", ident, exc)
 
     def _dtype(self, number: int) -> np.dtype[Any]:
         if not self._dtypes:
@@ -85,10 +163,3 @@ class Util:
             return self._dtypes[number]
         except KeyError:
             raise ValueError(f"unknown numpy type number {number}") from None
-
-    def _host_view(self, ptr: int, count: int, api: str) -> memoryview:
-        region = self._core.host.find(ptr)
-        view = None if region is None else region.view(ptr, count)
-        if view is None:
-            raise ValueError(f"{api}: {ptr:#x} (+{count} bytes) is not host memory known to acl")
-        return view

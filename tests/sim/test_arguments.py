@@ -72,6 +72,21 @@ def test_kernel_must_be_a_kernel(dev0):
         dev0.sim.launch_kernel(object(), 0)
 
 
+def test_int_codes_refuse_values_wider_than_32_bits(dev0):
+    with pytest.raises(TypeError, match=r"acl\.rt\.set_device args parse failed"):
+        dev0.rt.set_device(2**31)
+    with pytest.raises(TypeError, match=r"set_device\(\) takes no keyword arguments"):
+        dev0.rt.set_device(device_id=0)
+
+
+def test_handle_codes_take_exact_ints_only(dev0):
+    import numpy as np
+
+    with pytest.raises(TypeError, match=r"acl\.rt\.synchronize_stream args parse failed"):
+        dev0.rt.synchronize_stream(np.int64(0))
+    assert dev0.rt.set_device(np.int32(0)) == 0  # "i" takes anything with __index__
+
+
 # Calls whose every argument is an int, by arity. Calls that would wait on real work
 # are safe here: nothing is ever launched, so every wait ends at once.
 INT_CALLS = {
@@ -147,11 +162,16 @@ def test_random_ints_never_raise(make_rt, data):
     context, _ = rt.rt.get_context()
     handles = st.sampled_from([stream, event, ptr, host, context, ptr + 64])
     value = st.one_of(INTERESTING, INT32, handles)
+    int32 = st.one_of(INTERESTING, INT32)  # pyACL's "i" code refuses wider values
     try:
         for path in data.draw(st.lists(st.sampled_from(sorted(INT_CALLS)), max_size=25)):
-            args = data.draw(st.tuples(*[value] * INT_CALLS[path]), label=path)
+            fn = resolve(rt, path)
+            codes = fn.__pyacl_fmt__
+            assert len(codes) == INT_CALLS[path]
+            strategies = [int32 if code == "i" else value for code in codes]
+            args = data.draw(st.tuples(*strategies), label=path)
             start = time.perf_counter()
-            result = resolve(rt, path)(*args)
+            result = fn(*args)
             took = time.perf_counter() - start
             if isinstance(result, tuple):
                 assert result, f"{path}{args} returned an empty tuple"

@@ -244,7 +244,7 @@ def test_util_thread_serves_callbacks(dev0, check, stream):
 def test_stop_thread_joins(dev0):
     finished = threading.Event()
 
-    def work(args):
+    def work():  # pyACL calls fn() with no argument when args_list is None
         time.sleep(0.1)  # the thread's own work
         finished.set()
 

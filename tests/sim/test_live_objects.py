@@ -13,6 +13,9 @@ NOTHING = {
     "memory_regions": 0,
     "device_refs": 0,
     "threads": 0,
+    "notifies": 0,
+    "host_registrations": 0,
+    "util_threads": 0,
 }
 
 
@@ -36,6 +39,7 @@ def test_counts_follow_every_object_kind(rt, check):
     dev_ptr = check(rt.rt.malloc(256, MallocPolicy.HUGE_FIRST))
     host_ptr = check(rt.rt.malloc_host(256))
     assert rt.sim.live_objects() == {
+        **NOTHING,
         "streams": 3,
         "events": 2,
         "contexts": 2,
