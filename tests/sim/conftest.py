@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from aclasync._pyacl.codes import code_name
-from aclasync.sim import create
+from aclasync.sim import Kernel, create
 
 
 def _describe(code: int) -> str:
@@ -129,3 +129,46 @@ def spawn() -> Iterator[Callable[[], Worker]]:
     yield make
     for worker in workers:
         worker.close()
+
+
+class Gate:
+    """Kernel work that lasts exactly until the test opens it: no race with the clock.
+
+    ``kernel()`` gives a kernel whose body blocks until ``open()``; ``started`` and
+    ``finished`` tell where it is. The body gives up after 30 s, so a test that forgets
+    to open it fails instead of hanging.
+    """
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.finished = threading.Event()
+        self._open = threading.Event()
+
+    def kernel(self) -> Kernel:
+        return Kernel(fn=self._body)
+
+    def open(self) -> None:
+        self._open.set()
+
+    def _body(self) -> None:
+        self.started.set()
+        self._open.wait(30)
+        self.finished.set()
+
+
+@pytest.fixture
+def gate() -> Iterator[Callable[[], Gate]]:
+    """Factory for ``Gate``s; every gate is opened at teardown.
+
+    Request it after the runtime fixture so that it is torn down (opened) first.
+    """
+    gates: list[Gate] = []
+
+    def make() -> Gate:
+        made = Gate()
+        gates.append(made)
+        return made
+
+    yield make
+    for made in gates:
+        made.open()

@@ -135,7 +135,7 @@ def test_process_report_on_unsubscribed_thread_returns_at_once(dev0, check, loop
     start = time.perf_counter()
     check(loop.call(dev0.rt.process_report, 3000), ErrorCode.ACL_ERROR_RT_THREAD_SUBSCRIBE)
     check(dev0.rt.process_report(-1), ErrorCode.ACL_ERROR_RT_THREAD_SUBSCRIBE)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 2.5, "well under the 3 s timeout: it did not wait"
 
 
 @pytest.mark.parametrize("timeout", [0, -2, -1000])
@@ -148,7 +148,7 @@ def test_process_report_times_out(dev0, check, stream, loop):
     check(dev0.rt.subscribe_report(loop.ident, stream))
     start = time.perf_counter()
     check(loop.call(dev0.rt.process_report, 60), ErrorCode.ACL_ERROR_RT_REPORT_TIMEOUT)
-    assert 0.05 <= time.perf_counter() - start < 1.0
+    assert 0.055 <= time.perf_counter() - start < 5.0  # lower bound: the timeout
 
 
 def test_process_report_waits_for_a_report(dev0, check, stream, loop):

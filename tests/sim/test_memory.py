@@ -68,14 +68,15 @@ def test_free_rules(dev0, check):
     assert again != ptr, "addresses are never reused"
 
 
-def test_free_does_not_wait_for_queued_work(dev0, check):
+def test_free_does_not_wait_for_queued_work(dev0, check, gate):
     stream = check(dev0.rt.create_stream())
     ptr = check(dev0.rt.malloc(64, 0))
-    check(dev0.sim.launch_kernel(Kernel(duration_us=300 * MS), stream))
-    start = time.perf_counter()
+    work = gate()
+    check(dev0.sim.launch_kernel(work.kernel(), stream))
     check(dev0.rt.free(ptr))
-    assert time.perf_counter() - start < 0.15
+    assert not work.finished.is_set(), "free did not wait for the queued kernel"
     assert check(dev0.rt.stream_query(stream)) == StreamStatus.NOT_READY
+    work.open()
 
 
 def test_malloc_host_and_free_host(dev0, check):
