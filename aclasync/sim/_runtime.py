@@ -162,6 +162,36 @@ class SimExtension(CallGroup):
                 self._release_device(device)
 
 
+class Media(CallGroup):
+    """``acl.media``: only the DVPP memory calls, which are device memory here.
+
+    The image and video processing calls (JPEG, VPC, video codecs) are not simulated.
+    """
+
+    @parsed("acl.media.dvpp_malloc", "k")
+    def dvpp_malloc(self, size: int, /) -> tuple[int, int]:
+        """Allocate device memory for DVPP: ``(dev_ptr, ret)``, as ``acl.rt.malloc``."""
+        ctx = self._core.context
+        if ctx is None:
+            return 0, RC.CONTEXT_NULL
+        if size <= 0:
+            return 0, RC.INVALID_PARAM
+        with self._core.lock:
+            address = ctx.device.memory.allocate(size)
+        return (0, RC.MEMORY_ALLOCATION) if address is None else (address, RC.OK)
+
+    @parsed("acl.media.dvpp_free", "k")
+    def dvpp_free(self, dev_ptr: int, /) -> int:
+        """Free ``dvpp_malloc`` memory; the codes of ``acl.rt.free``."""
+        if dev_ptr == 0:
+            return RC.INVALID_PARAM
+        with self._core.lock:
+            for device in self._core.devices:
+                if device.memory.contains(dev_ptr):
+                    return RC.OK if device.memory.release(dev_ptr) else RC.MEMORY_FREE
+        return RC.MEMORY_FREE
+
+
 class SimAcl:
     """A simulated pyACL runtime: use it where you would use ``import acl``.
 
@@ -183,6 +213,7 @@ class SimAcl:
         self._rt: Rt | None = None
         self._util: Util | None = None
         self._sim: SimExtension | None = None
+        self._media: Media | None = None
 
     def _build(self) -> Core:
         if self._core_ is None:
@@ -195,6 +226,7 @@ class SimAcl:
             self._util = Util(core)
             self._sim = SimExtension(core)
             self._sim._util = self._util
+            self._media = Media(core)
             self._core_ = core
         return self._core_
 
@@ -222,6 +254,13 @@ class SimAcl:
         self._build()
         assert self._sim is not None
         return self._sim
+
+    @property
+    def media(self) -> Media:
+        """``acl.media``: ``dvpp_malloc`` / ``dvpp_free`` only."""
+        self._build()
+        assert self._media is not None
+        return self._media
 
     def __repr__(self) -> str:
         return (

@@ -164,3 +164,28 @@ def test_start_thread_passes_the_argument_and_stop_thread_reports_exceptions(dev
     tid, _ = dev0.util.start_thread(broken, "x")
     with pytest.raises(RuntimeError, match="exception=KeyError,msg=thread call failed"):
         dev0.util.stop_thread(tid)
+
+
+def test_memory_unmapped_after_a_copy_is_refused(dev0, check):
+    """The maps are cached, but every page of a short range is probed again."""
+    dev = check(dev0.rt.malloc(4096, 0))
+    page = mmap.mmap(-1, 4096)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    check(dev0.rt.memcpy(dev, 4096, address, 4096, H2D))
+    check(dev0.rt.memcpy(address, 4096, dev, 4096, D2H))
+    page.close()  # munmap: the address is gone
+    check(dev0.rt.memcpy(dev, 4096, address, 4096, H2D), RT_INVALID)
+    check(dev0.rt.memcpy(address, 4096, dev, 4096, D2H), RT_INVALID)
+
+
+def test_dvpp_memory_is_device_memory(dev0, check):
+    """``acl.media.dvpp_malloc`` / ``dvpp_free``, which Ascend's memory sample uses."""
+    dvpp = check(dev0.media.dvpp_malloc(256))
+    payload = bytes(range(256))
+    check(dev0.rt.memcpy(dvpp, 256, dev0.util.bytes_to_ptr(payload), 256, H2D))
+    back = bytes(256)
+    check(dev0.rt.memcpy(dev0.util.bytes_to_ptr(back), 256, dvpp, 256, D2H))
+    assert back == payload
+    check(dev0.media.dvpp_free(dvpp))
+    check(dev0.media.dvpp_free(dvpp), ErrorCode.ACL_ERROR_RT_MEMORY_FREE)
+    check(dev0.media.dvpp_malloc(0), ErrorCode.ACL_ERROR_INVALID_PARAM)
