@@ -59,13 +59,15 @@ class _MapsCache:
     def __init__(self) -> None:
         self.mappings: list[tuple[int, int, str]] = []
         self._mem_fd: int | None = None
+        self._pid = 0
 
     def probe(self, address: int, end: int) -> bool:
-        if self._mem_fd is None:
+        if self._mem_fd is None or self._pid != os.getpid():  # a forked child reopens
             try:
                 self._mem_fd = os.open(MEM_PATH, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 return False
+            self._pid = os.getpid()
         page = _PAGE
         first = address - address % page
         try:

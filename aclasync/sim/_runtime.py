@@ -31,6 +31,9 @@ from ._util import Util
 
 __all__ = ["DEFAULT_DEVICE_COUNT", "VISIBLE_DEVICES_ENV", "Rt", "SimAcl", "SimExtension", "create"]
 
+#: The ACL interface version the simulator follows (the newest public headers).
+ACL_VERSION = (1, 17, 0)
+
 #: The environment variable CANN reads to choose (and renumber) the visible devices.
 VISIBLE_DEVICES_ENV = "ASCEND_RT_VISIBLE_DEVICES"
 
@@ -288,9 +291,34 @@ class SimAcl:
             self._core.init_count = 0
             return RC.OK
 
+    @parsed("acl.finalize_reference", "")
+    def finalize_reference(self) -> tuple[int, int]:
+        """Undo one ``init``: ``(references left, ret)``; finalizes at 0 (100037 if none)."""
+        with self._core.lock:
+            if self._core.init_count == 0:
+                return 0, RC.REPEAT_FINALIZE
+            self._core.init_count -= 1
+            return self._core.init_count, RC.OK
+
+    @parsed("acl.get_version", "", records=False)
+    def get_version(self) -> tuple[int, int, int, int]:
+        """``(major, minor, patch, ret)`` of the ACL interface modelled: 1.17.0."""
+        return *ACL_VERSION, RC.OK
+
     def get_soc_name(self) -> str | None:
         """The SoC name of the profile (device 0's, as the real call reports)."""
         return self._profile.name
+
+    @parsed("acl.float16_to_float", "H", records=False)
+    def float16_to_float(self, value: int, /) -> float:
+        """Decode the bits of an IEEE half-precision number."""
+        return float(np.array(value, dtype=np.uint16).view(np.float16))
+
+    @parsed("acl.float_to_float16", "f", records=False)
+    def float_to_float16(self, value: float, /) -> int:
+        """Encode a number as the bits of an IEEE half-precision number."""
+        with np.errstate(over="ignore"):  # too large becomes inf, as in C
+            return int(np.array(value, dtype=np.float16).view(np.uint16))
 
     @parsed("acl.app_log", "is", records=False)
     def app_log(self, level: int, message: str, /) -> None:

@@ -185,3 +185,15 @@ def test_a_callback_raising_systemexit_loses_nothing(dev0, check, spawn, exc_typ
         worker.call(dev0.rt.process_report, 1000)
     assert ran == ["last"]
     check(dev0.rt.synchronize_stream(stream), what="the stream is not held")
+
+
+def test_version_half_floats_and_finalize_reference(rt, check):
+    assert rt.get_version() == (1, 17, 0, 0)
+    assert rt.float_to_float16(1.5) == 0x3E00
+    assert rt.float16_to_float(0x3E00) == 1.5
+    assert rt.float_to_float16(1e9) == 0x7C00, "too large: infinity"
+    check(rt.init())
+    check(rt.init(), ErrorCode.ACL_ERROR_REPEAT_INITIALIZE)
+    assert check(rt.finalize_reference()) == 1
+    assert check(rt.finalize_reference()) == 0
+    check(rt.finalize_reference(), ErrorCode.ACL_ERROR_REPEAT_FINALIZE)
