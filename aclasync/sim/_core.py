@@ -68,6 +68,8 @@ class Core:
         self.op_wait_timeout_s = 0
         self.op_execute_timeout_us = 0
         self._local = threading.local()
+        #: Per-thread state of the call groups (``use_stream_res_in_current_thread``).
+        self.thread_state = threading.local()
 
     def _on_failure_locked(self, task: Task) -> None:
         """Record a failed task for the exception callback (engine thread, lock held)."""

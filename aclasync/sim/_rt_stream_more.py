@@ -3,7 +3,6 @@ core limits per stream, aborting, event timestamps and wait status."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from ._args import parsed
@@ -21,8 +20,6 @@ _WAIT_COMPLETE, _WAIT_NOT_READY = 0, 1
 
 class MoreStreamCalls(CallGroup):
     """Stream ids, capacity, attributes, per-stream core limits, abort; event extras."""
-
-    _stream_res = threading.local()
 
     @parsed("acl.rt.stream_get_id", "k")
     def stream_get_id(self, stream: int, /) -> tuple[int, int]:
@@ -152,7 +149,7 @@ class MoreStreamCalls(CallGroup):
         _, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
-        self._stream_res.stream = found
+        self._core.thread_state.res_stream = found
         return RC.OK
 
     @parsed("acl.rt.unuse_stream_res_in_current_thread", "k")
@@ -160,9 +157,9 @@ class MoreStreamCalls(CallGroup):
         _, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
-        if getattr(self._stream_res, "stream", None) is not found:
+        if getattr(self._core.thread_state, "res_stream", None) is not found:
             return RC.PARAM_INVALID
-        self._stream_res.stream = None
+        self._core.thread_state.res_stream = None
         return RC.OK
 
     @parsed("acl.rt.get_res_in_current_thread", "i")
@@ -173,7 +170,7 @@ class MoreStreamCalls(CallGroup):
             return 0, RC.CONTEXT_NULL
         if kind not in _RES_TYPES:
             return 0, RC.PARAM_INVALID
-        stream: SimStream | None = getattr(self._stream_res, "stream", None)
+        stream: SimStream | None = getattr(self._core.thread_state, "res_stream", None)
         if stream is not None and stream.alive:
             return self._limits(stream)[kind], RC.OK
         return ctx.device.res_limits[kind], RC.OK
