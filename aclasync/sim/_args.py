@@ -19,7 +19,7 @@ __all__ = ["argument_count_message", "check_args", "parsed"]
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-_INT_RANGES = {"i": (-(2**31), 2**31 - 1), "H": (0, 2**16 - 1)}
+_INT_RANGES = {"i": (-(2**31), 2**31 - 1), "l": (-(2**63), 2**63 - 1), "L": (-(2**63), 2**63 - 1)}
 
 
 def argument_count_message(fmt: str, given: int) -> str | None:

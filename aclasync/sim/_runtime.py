@@ -312,7 +312,8 @@ class SimAcl:
     @parsed("acl.float16_to_float", "H", records=False)
     def float16_to_float(self, value: int, /) -> float:
         """Decode the bits of an IEEE half-precision number."""
-        return float(np.array(value, dtype=np.uint16).view(np.float16))
+        bits = np.array(value & 0xFFFF, dtype=np.uint16)  # "H" masks, as CPython does
+        return float(bits.view(np.float16))
 
     @parsed("acl.float_to_float16", "f", records=False)
     def float_to_float16(self, value: float, /) -> int:
