@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 
 from ._pyacl.codes import TIMEOUT_CODES, code_name
@@ -49,6 +51,7 @@ class AclError(AclasyncError):
         self.api = api
         self.device = device
         self.stream = stream
+        self.detail = detail
         where = []
         if device is not None:
             where.append(f"device {device}")
@@ -60,6 +63,18 @@ class AclError(AclasyncError):
         if detail:
             message += f": {detail}"
         super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its fields (the default pickles only the message), so that the
+        # error crosses process boundaries (Ray actors, multiprocessing) intact.
+        fields = {"device": self.device, "stream": self.stream, "detail": self.detail}
+        return (_rebuild_acl_error, (type(self), self.code, self.api, fields), self.__dict__)
+
+
+def _rebuild_acl_error(
+    cls: type[AclError], code: int, api: str, fields: dict[str, Any]
+) -> AclError:
+    return cls(code, api, **fields)
 
 
 class AclTimeoutError(AclError, TimeoutError):

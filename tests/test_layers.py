@@ -5,6 +5,7 @@
 - The device worker never imports the simulator: it drives whatever backend it is given.
 - The library (front end, worker, simulator, ``testing``) never imports the command line
   (``aclasync._cli``: the subcommands and the demo and benchmark runners they drive).
+- Only ``aclasync.ray`` and the benchmark that drives it import Ray (an optional extra).
 """
 
 from __future__ import annotations
@@ -95,6 +96,12 @@ def _breaks(rule: str, module: str, target: str) -> bool:
             and module != "aclasync.__main__"
             and _within(target, "aclasync._cli")
         )
+    if rule == "only aclasync.ray imports Ray":
+        return (
+            _within(target, "ray")
+            and not _within(module, "aclasync.ray")
+            and not module.startswith("aclasync._cli._bench._ray")
+        )
     raise AssertionError(rule)
 
 
@@ -103,6 +110,7 @@ RULES = [
     "sim imports only itself and the vocabulary",
     "worker never imports sim",
     "library never imports the command line",
+    "only aclasync.ray imports Ray",
 ]
 
 

@@ -12,7 +12,7 @@ import aclasync.sim
 import aclasync.testing
 
 #: Subpackages users import by name; they are attributes of the package, not exports.
-_PUBLIC_SUBMODULES = {"sim", "testing"}
+_PUBLIC_SUBMODULES = {"ray", "sim", "testing"}
 
 
 @pytest.mark.parametrize("module", [aclasync, aclasync.sim])

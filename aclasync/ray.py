@@ -1,0 +1,353 @@
+"""aclasync in Ray: async actors that own one NPU each, and a driver that feeds them.
+
+Needs the ``aclasync[ray]`` extra; the rest of aclasync never imports Ray.
+
+Ray knows NPUs as a resource. An actor declared with ``resources={"NPU": 1}`` gets one
+NPU, and Ray sets ``ASCEND_RT_VISIBLE_DEVICES`` in its process to that NPU's physical id,
+so that inside the actor the NPU is logical device 0 (CANN, and aclasync's simulator,
+number the visible devices from 0). Async actors run their methods on an asyncio loop,
+which is where ``await stream.synchronize()`` belongs.
+
+.. code-block:: python
+
+    import ray
+    from aclasync.ray import NpuActor, dispatch
+
+    @ray.remote(resources={"NPU": 1}, num_cpus=0)
+    class Worker(NpuActor):
+        async def square(self, x: float) -> float:
+            dev = await self.device()        # opened on first use, closed when the actor exits
+            ...
+
+    ray.init(resources={"NPU": 4})
+    workers = [Worker.remote(backend="sim") for _ in range(4)]
+    for done in dispatch(workers, "square", range(100), in_flight=2):
+        print(done.index, done.value)
+
+Errors raised by an actor method reach the caller with their type: an
+:class:`aclasync.AclError` raised in the actor is caught as ``aclasync.AclError`` (and
+as Ray's ``RayTaskError``) by the driver, with its ``code``, ``name``, ``api`` and
+``device``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from ._device import Device, open_device
+from ._errors import AclasyncError, raise_for_status
+from ._worker import WorkerOptions
+
+try:
+    import ray
+    import ray.exceptions
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(f"aclasync.ray needs Ray: pip install 'aclasync[ray]' ({exc})") from exc
+
+__all__ = [
+    "VISIBLE_DEVICES_ENV",
+    "ActorInfo",
+    "ActorLostError",
+    "Completed",
+    "NpuActor",
+    "dispatch",
+    "visible_devices",
+]
+
+#: The variable through which Ray (and CANN) tell a process which NPUs it may use.
+VISIBLE_DEVICES_ENV = "ASCEND_RT_VISIBLE_DEVICES"
+
+
+def visible_devices() -> tuple[int, ...] | None:
+    """Return the physical NPU ids this process may use, or ``None`` if not restricted.
+
+    Reads ``ASCEND_RT_VISIBLE_DEVICES`` (a comma-separated list of ids) the way CANN
+    does: logical device ``k`` of this process is the ``k``-th id listed.
+
+    Raises
+    ------
+    ValueError
+        If the variable is set but is not a comma-separated list of integers.
+    """
+    raw = os.environ.get(VISIBLE_DEVICES_ENV)
+    if raw is None:
+        return None
+    ids = [part.strip() for part in raw.split(",") if part.strip()]
+    try:
+        return tuple(int(part) for part in ids)
+    except ValueError:
+        raise ValueError(
+            f"{VISIBLE_DEVICES_ENV}={raw!r}: expected comma-separated device ids"
+        ) from None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ActorInfo:
+    """What an :class:`NpuActor` reports about itself (picklable, for the driver).
+
+    Attributes
+    ----------
+    pid:
+        The actor's process id.
+    visible_devices:
+        ``ASCEND_RT_VISIBLE_DEVICES`` as parsed by :func:`visible_devices`.
+    device_id:
+        The logical device the actor opened.
+    physical_device:
+        The physical NPU behind it, where the visible set names it.
+    device_count:
+        How many devices the runtime reports inside the actor.
+    backend_name, soc_name:
+        ``"sim"``, ``"native"`` or the backend's type name; the chip's name.
+    """
+
+    pid: int
+    visible_devices: tuple[int, ...] | None
+    device_id: int
+    physical_device: int | None
+    device_count: int
+    backend_name: str
+    soc_name: str
+
+
+class NpuActor:
+    """Base class for an async Ray actor that owns one NPU.
+
+    Subclass it and decorate the subclass with ``@ray.remote(resources={"NPU": 1})``.
+    The device (logical *device_id*, 0 by default: the NPU Ray assigned) is opened on
+    the first ``await self.device()`` and closed by :meth:`close`, or when the actor
+    exits gracefully (Ray calls ``__ray_shutdown__``). A killed actor's process is gone
+    with its device; nothing of it outlives the process.
+
+    Parameters
+    ----------
+    device_id:
+        The logical device to open inside the actor.
+    backend:
+        As ``aclasync.open_device(backend=...)``: ``"sim"``, ``"native"``, or ``None``
+        for ``$ACLASYNC_BACKEND``, then native. Each actor process has its own
+        simulated runtime, whose devices are the actor's visible set.
+    options:
+        Worker tuning, as for ``open_device``.
+    """
+
+    def __init__(
+        self,
+        *,
+        device_id: int = 0,
+        backend: str | None = None,
+        options: WorkerOptions | None = None,
+    ) -> None:
+        if backend is not None and not isinstance(backend, str):
+            raise TypeError(
+                "NpuActor(backend=...) takes 'sim', 'native' or None: a backend object "
+                "cannot be shipped to an actor process"
+            )
+        self._device_id = device_id
+        self._backend = backend
+        self._options = options
+        self._device: Device | None = None
+        self._exit_stack: contextlib.AsyncExitStack | None = None
+        self._opening: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    async def device(self) -> Device:
+        """Return the actor's open device, opening it on first use.
+
+        Concurrent first calls open it once. Cancellation while opening leaves it
+        closed (a later call opens it again).
+
+        Raises
+        ------
+        anyio.ClosedResourceError
+            After :meth:`close`.
+        """
+        if self._device is not None:
+            await anyio.lowlevel.checkpoint()
+            return self._device
+        if self._closed:
+            raise anyio.ClosedResourceError("this actor's device was closed")
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._device is None:
+                if self._closed:
+                    raise anyio.ClosedResourceError("this actor's device was closed")
+                stack = contextlib.AsyncExitStack()
+                device = await stack.enter_async_context(
+                    open_device(self._device_id, backend=self._backend, options=self._options)
+                )
+                self._exit_stack, self._device = stack, device
+                self._loop = asyncio.get_running_loop()
+        return self._device
+
+    async def describe(self) -> ActorInfo:
+        """Open the device if needed and say which NPU this actor holds."""
+        dev = await self.device()
+        count, ret = await dev.call(dev.acl.rt.get_device_count)
+        raise_for_status(ret, "acl.rt.get_device_count", device=dev.id)
+        soc = await dev.call(dev.acl.get_soc_name)
+        visible = visible_devices()
+        physical = visible[dev.id] if visible is not None and dev.id < len(visible) else None
+        return ActorInfo(
+            pid=os.getpid(),
+            visible_devices=visible,
+            device_id=dev.id,
+            physical_device=physical,
+            device_count=int(count),
+            backend_name=dev.backend_name,
+            soc_name=str(soc),
+        )
+
+    async def synchronize(self, timeout: float | None = None) -> None:
+        """Wait for all work on the actor's device (``Device.synchronize``)."""
+        dev = await self.device()
+        await dev.synchronize(timeout=timeout)
+
+    async def close(self) -> None:
+        """Close the device: destroy what it owns, reset it, join its worker.
+
+        Idempotent. Errors still unreported by the device are raised here.
+        """
+        self._closed = True
+        stack, self._exit_stack = self._exit_stack, None
+        self._device = None
+        if stack is not None:
+            await stack.aclose()
+        else:
+            await anyio.lowlevel.checkpoint()
+
+    def __ray_shutdown__(self) -> None:
+        # Ray calls this on the actor's main thread when the actor exits gracefully,
+        # after its pending tasks and with its event loop stopped: run the close there.
+        loop = self._loop
+        if self._exit_stack is None or loop is None or loop.is_closed():
+            return
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(self.close(), loop).result(timeout=60)
+        else:
+            loop.run_until_complete(self.close())
+
+
+@dataclasses.dataclass(frozen=True)
+class Completed:
+    """One finished item from :func:`dispatch`.
+
+    Attributes
+    ----------
+    index:
+        The item's position in the input.
+    actor:
+        The position, in the ``actors`` list, of the actor that produced it.
+    value:
+        What the actor method returned.
+    """
+
+    index: int
+    actor: int
+    value: Any
+
+
+class ActorLostError(AclasyncError, RuntimeError):
+    """Every actor given to :func:`dispatch` died before the work was done."""
+
+
+def dispatch(
+    actors: Sequence[Any],
+    method: str,
+    items: Iterable[Any],
+    *,
+    in_flight: int = 2,
+    lost: list[int] | None = None,
+) -> Iterator[Completed]:
+    """Spread *items* over *actors*, calling ``actor.<method>.remote(item)``; yield results.
+
+    At most *in_flight* items are outstanding per actor (backpressure: items are read
+    from *items* only as slots free up). Results are yielded as they finish, in any
+    order. An actor that dies (``ray.exceptions.RayActorError``) is dropped, its
+    position appended to *lost* if given, and its unfinished items are sent to the
+    others. Any other exception from an item is raised at once; the items still in
+    flight are cancelled.
+
+    Blocks the calling thread in ``ray.wait``; run it in a thread from async code.
+
+    Raises
+    ------
+    ActorLostError
+        If every actor died with items left.
+    ValueError
+        If *actors* is empty or *in_flight* is below 1.
+    """
+    if not actors:
+        raise ValueError("dispatch() needs at least one actor")
+    if in_flight < 1:
+        raise ValueError(f"in_flight must be >= 1, got {in_flight}")
+    source = iter(enumerate(items))
+    retry: deque[tuple[int, Any]] = deque()
+    alive = set(range(len(actors)))
+    load = dict.fromkeys(alive, 0)
+    pending: dict[Any, tuple[int, int, Any]] = {}  # ref -> (actor, index, item)
+    exhausted = False
+
+    def next_item() -> tuple[int, Any] | None:
+        nonlocal exhausted
+        if retry:
+            return retry.popleft()
+        if exhausted:
+            return None
+        try:
+            return next(source)
+        except StopIteration:
+            exhausted = True
+            return None
+
+    def submit() -> None:
+        for actor in sorted(alive, key=load.__getitem__):
+            while load[actor] < in_flight:
+                work = next_item()
+                if work is None:
+                    return
+                index, item = work
+                ref = getattr(actors[actor], method).remote(item)
+                pending[ref] = (actor, index, item)
+                load[actor] += 1
+
+    try:
+        submit()
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            ref = ready[0]
+            actor, index, item = pending.pop(ref)
+            load[actor] -= 1
+            try:
+                value = ray.get(ref)
+            except ray.exceptions.RayActorError:
+                if actor in alive:
+                    alive.discard(actor)
+                    if lost is not None:
+                        lost.append(actor)
+                retry.append((index, item))
+                # The dead actor's other items fail the same way; they come back
+                # through this branch and are queued again.
+                if not alive:
+                    raise ActorLostError(
+                        f"all {len(actors)} actors died; {len(retry) + len(pending)} "
+                        "item(s) unfinished"
+                    ) from None
+                submit()
+                continue
+            yield Completed(index, actor, value)
+            submit()
+    finally:
+        for ref in pending:
+            ray.cancel(ref)

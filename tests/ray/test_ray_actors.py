@@ -1,0 +1,130 @@
+"""aclasync in async Ray actors that own one NPU each, on a real local Ray cluster."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import ray
+import ray.exceptions
+from ray_support import Squarer
+
+import aclasync
+from aclasync.ray import ActorInfo, ActorLostError, Completed, dispatch, visible_devices
+
+pytestmark = [pytest.mark.usefixtures("ray_cluster"), pytest.mark.timeout(120)]
+
+
+def test_each_actor_sees_its_own_npu_as_device_zero() -> None:
+    actors = [Squarer.remote(backend="sim") for _ in range(4)]
+    infos: list[ActorInfo] = ray.get([a.describe.remote() for a in actors])
+    assert sorted(info.physical_device for info in infos) == [0, 1, 2, 3]
+    for info in infos:
+        assert info.visible_devices == (info.physical_device,)
+        assert info.device_id == 0
+        assert info.backend_name == "sim"
+    assert len({info.pid for info in infos}) == 4
+    for actor in actors:
+        ray.kill(actor)
+
+
+def test_results_come_back_correct_through_dispatch() -> None:
+    actors = [Squarer.remote(backend="sim") for _ in range(2)]
+    items = [[float(i), float(i) + 0.5, -float(i)] for i in range(24)]
+    done = list(dispatch(actors, "square", items, in_flight=3))
+    assert sorted(d.index for d in done) == list(range(24))
+    for d in done:
+        assert d.value == [x * x for x in items[d.index]]
+    assert {d.actor for d in done} == {0, 1}  # both actors took work
+    for actor in actors:
+        ray.kill(actor)
+
+
+def test_acl_errors_reach_the_driver_with_their_type_and_fields() -> None:
+    actor = Squarer.remote(backend="sim")
+    with pytest.raises(aclasync.AclError) as caught:
+        ray.get(actor.fail.remote(507015))
+    error = caught.value
+    assert isinstance(error, ray.exceptions.RayTaskError)
+    assert (error.code, error.name) == (507015, "ACL_ERROR_RT_AICORE_EXCEPTION")
+    assert error.api == "acl.rt.synchronize_stream"
+    assert error.device == 0
+    # The actor and its device are still usable after the error.
+    assert ray.get(actor.square.remote([3.0])) == [9.0]
+    ray.kill(actor)
+
+
+def test_acl_error_pickles_with_its_fields() -> None:
+    error = aclasync.AclTimeoutError(507046, "acl.rt.synchronize_stream", device=3, stream=7)
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is aclasync.AclTimeoutError
+    assert (copy.code, copy.name, copy.api, copy.device, copy.stream) == (
+        507046,
+        "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT",
+        "acl.rt.synchronize_stream",
+        3,
+        7,
+    )
+    assert str(copy) == str(error)
+
+
+def test_a_killed_actor_is_a_clear_error_and_the_pipeline_goes_on() -> None:
+    victim, survivor = Squarer.remote(backend="sim"), Squarer.remote(backend="sim")
+    ray.get([victim.describe.remote(), survivor.describe.remote()])
+    # The victim is busy with a long kernel when it dies: its call fails clearly.
+    busy = victim.hold.remote(60.0)
+    ray.kill(victim)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(busy, timeout=60)
+    lost: list[int] = []
+    items = [[float(i)] for i in range(10)]
+    done = list(dispatch([victim, survivor], "square", items, in_flight=2, lost=lost))
+    assert lost == [0]
+    assert sorted(d.index for d in done) == list(range(10))
+    assert all(d.actor == 1 and d.value == [x * x for x in items[d.index]] for d in done)
+    ray.kill(survivor)
+
+
+def test_dispatch_raises_when_every_actor_is_gone() -> None:
+    actor = Squarer.remote(backend="sim")
+    ray.get(actor.describe.remote())
+    ray.kill(actor)
+    with pytest.raises(ActorLostError, match="all 1 actors died"):
+        list(dispatch([actor], "square", [[1.0], [2.0]]))
+
+
+def test_a_gracefully_exiting_actor_closes_its_device() -> None:
+    actor = Squarer.remote(backend="sim")
+    ray.get(actor.square.remote([2.0]))
+    assert ray.get(actor.device_is_open.remote())
+    names = ray.get(actor.threads.remote())
+    assert any(name.startswith("aclasync-device") for name in names), names
+    ray.get(actor.close.remote())
+    assert not ray.get(actor.device_is_open.remote())
+    assert not any(name.startswith("aclasync-device") for name in ray.get(actor.threads.remote()))
+    with pytest.raises(Exception, match="closed"):
+        ray.get(actor.square.remote([2.0]))
+    ray.kill(actor)
+
+
+def test_dispatch_checks_its_arguments() -> None:
+    with pytest.raises(ValueError, match="at least one actor"):
+        list(dispatch([], "square", [1]))
+    with pytest.raises(ValueError, match="in_flight"):
+        list(dispatch([object()], "square", [1], in_flight=0))
+
+
+def test_completed_is_a_plain_record() -> None:
+    assert Completed(1, 0, "x") == Completed(1, 0, "x")
+
+
+def test_visible_devices_parses_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    assert visible_devices() is None
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "4, 6")
+    assert visible_devices() == (4, 6)
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "")
+    assert visible_devices() == ()
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "a,b")
+    with pytest.raises(ValueError, match="comma-separated"):
+        visible_devices()
