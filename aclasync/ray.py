@@ -103,7 +103,8 @@ class ActorInfo:
     device_id:
         The logical device the actor opened.
     physical_device:
-        The physical NPU behind it, where the visible set names it.
+        The physical NPU behind it, as the runtime maps it
+        (``acl.rt.get_phy_dev_id_by_logic_dev_id``).
     device_count:
         How many devices the runtime reports inside the actor.
     backend_name, soc_name:
@@ -113,7 +114,7 @@ class ActorInfo:
     pid: int
     visible_devices: tuple[int, ...] | None
     device_id: int
-    physical_device: int | None
+    physical_device: int
     device_count: int
     backend_name: str
     soc_name: str
@@ -197,13 +198,14 @@ class NpuActor:
         count, ret = await dev.call(dev.acl.rt.get_device_count)
         raise_for_status(ret, "acl.rt.get_device_count", device=dev.id)
         soc = await dev.call(dev.acl.get_soc_name)
+        physical, ret = await dev.call(dev.acl.rt.get_phy_dev_id_by_logic_dev_id, dev.id)
+        raise_for_status(ret, "acl.rt.get_phy_dev_id_by_logic_dev_id", device=dev.id)
         visible = visible_devices()
-        physical = visible[dev.id] if visible is not None and dev.id < len(visible) else None
         return ActorInfo(
             pid=os.getpid(),
             visible_devices=visible,
             device_id=dev.id,
-            physical_device=physical,
+            physical_device=int(physical),
             device_count=int(count),
             backend_name=dev.backend_name,
             soc_name=str(soc),

@@ -22,6 +22,7 @@ def test_each_actor_sees_its_own_npu_as_device_zero() -> None:
     for info in infos:
         assert info.visible_devices == (info.physical_device,)
         assert info.device_id == 0
+        assert info.device_count == 1  # the simulator numbers only the visible set
         assert info.backend_name == "sim"
     assert len({info.pid for info in infos}) == 4
     for actor in actors:
