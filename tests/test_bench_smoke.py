@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -81,5 +82,7 @@ def test_rejects_unknown_names() -> None:
         run(["overhead"], loops=["tokio"], progress=lambda line: None)
 
 
-def test_registry_names_the_documented_benchmarks() -> None:
-    assert list(BENCHMARKS) == ["overhead", "launch", "sync-modes", "scale", "pipeline"]
+def test_every_registered_benchmark_is_documented_and_vice_versa() -> None:
+    readme = (Path(__file__).parents[1] / "benchmarks" / "README.md").read_text()
+    documented = re.findall(r"^### `([a-z-]+)`", readme, re.MULTILINE)
+    assert sorted(documented) == sorted(BENCHMARKS)
