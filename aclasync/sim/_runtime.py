@@ -10,6 +10,9 @@ import numpy as np
 from ._calls import CallGroup
 from ._core import Core, check_ints
 from ._kernel import Kernel
+from ._mdl_dataset import DataBufferCalls  # acl.mdl hook
+from ._mdl_runtime import Mdl, ModelExtension  # acl.mdl hook
+from ._mdl_state import ModelRegistry  # acl.mdl hook
 from ._objects import Task
 from ._profiles import SocProfile, resolve_profile
 from ._rc import RC
@@ -27,7 +30,7 @@ class Rt(DeviceCalls, StreamCalls, EventCalls, MemoryCalls, CallbackCalls):
     """The ``acl.rt`` namespace of a simulated runtime."""
 
 
-class SimExtension(CallGroup):
+class SimExtension(ModelExtension, CallGroup):
     """``acl.sim``: what only the simulator has."""
 
     @property
@@ -97,7 +100,7 @@ class SimExtension(CallGroup):
                 self._release_device(device)
 
 
-class SimAcl:
+class SimAcl(DataBufferCalls):
     """A simulated pyACL runtime: use it where you would use ``import acl``."""
 
     def __init__(self, *, device_count: int, profile: SocProfile) -> None:
@@ -106,6 +109,8 @@ class SimAcl:
         self.rt = Rt(core)
         self.util = Util(core)
         self.sim = SimExtension(core)
+        self._models = self.sim._models = ModelRegistry()  # acl.mdl hook
+        self.mdl = Mdl(core, self._models)  # acl.mdl hook
 
     def __repr__(self) -> str:
         return (
