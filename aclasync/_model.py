@@ -238,8 +238,13 @@ class Model(AsyncResource):
 
     async def _take_slot(self) -> _Slot:
         if self._free:
-            await anyio.lowlevel.checkpoint()
-            return self._free.pop()
+            slot = self._free.pop()  # before the checkpoint: another task may come next
+            try:
+                await anyio.lowlevel.checkpoint()
+            except BaseException:
+                self._free.append(slot)
+                raise
+            return slot
         device = self._device
         with anyio.CancelScope(shield=True):
             slot = _Slot()

@@ -48,3 +48,33 @@ async def test_thousand_concurrent_runs_over_four_streams(rt: Any, model_path: s
             }
     assert done == RUNS
     assert failures == []
+
+
+async def test_workers_reusing_pooled_buffers(rt: Any, model_path: str) -> None:
+    """Sixteen workers start on a pool of one slot and reuse slots as they come back."""
+    bias = np.zeros(8, dtype=np.float32)
+    results: dict[int, bool] = {}
+
+    async def worker(model: aclasync.Model, stream: aclasync.Stream, index: int) -> None:
+        for round_ in range(20):
+            x = np.full((4, 8), index * 100 + round_, dtype=np.float32)
+            y, total = await model.run(stream, x, bias)
+            expected = scale_shift(x, bias)
+            ok = np.array_equal(y, expected[0]) and np.array_equal(total, expected[1])
+            results[index * 100 + round_] = ok
+
+    with anyio.fail_after(50):
+        async with (
+            aclasync.open_device(0, backend=rt) as dev,
+            dev.load_model(model_path) as model,
+        ):
+            streams = [await dev.create_stream() for _ in range(STREAMS)]
+            await model.run(streams[0], np.zeros((4, 8), np.float32), bias)  # one pooled slot
+            async with anyio.create_task_group() as tg:
+                for index in range(16):
+                    tg.start_soon(worker, model, streams[index % STREAMS], index)
+            assert rt.sim.model_objects()["datasets"] <= 2 * 16
+            for stream in streams:
+                await stream.aclose()
+    assert len(results) == 16 * 20
+    assert all(results.values())
