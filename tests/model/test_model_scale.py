@@ -33,6 +33,7 @@ async def test_thousand_concurrent_runs_over_four_streams(rt: Any, model_path: s
 
     with anyio.fail_after(50):
         async with aclasync.open_device(0, backend=rt) as dev:
+            free_before = await dev.call(lambda: dev.acl.rt.get_mem_info(0)[0])
             async with dev.load_model(model_path) as model:
                 streams = [await dev.create_stream() for _ in range(STREAMS)]
                 async with anyio.create_task_group() as tg:
@@ -46,6 +47,8 @@ async def test_thousand_concurrent_runs_over_four_streams(rt: Any, model_path: s
                 "datasets": 0,
                 "data_buffers": 0,
             }
+            # the pooled device buffers went back too
+            assert await dev.call(lambda: dev.acl.rt.get_mem_info(0)[0]) == free_before
     assert done == RUNS
     assert failures == []
 
