@@ -87,7 +87,8 @@ class Util:
             raise ValueError(f"unknown numpy type number {number}") from None
 
     def _host_view(self, ptr: int, count: int, api: str) -> memoryview:
-        region = self._core.host.find(ptr)
+        with self._core.lock:  # allocations on other threads reshape the table
+            region = self._core.host.find(ptr)
         view = None if region is None else region.view(ptr, count)
         if view is None:
             raise ValueError(f"{api}: {ptr:#x} (+{count} bytes) is not host memory known to acl")

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
-from conftest import RecordingAcl, scale_shift
+from model_support import RecordingAcl, scale_shift
 
 import aclasync
 from aclasync._pyacl.codes import ErrorCode

@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
-from conftest import scale_shift
+from model_support import scale_shift
 
 import aclasync
 
