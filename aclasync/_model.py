@@ -18,7 +18,7 @@ import anyio.lowlevel
 import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._errors import raise_for_status
+from ._errors import AclError, raise_for_status
 from ._factory import AsyncResource
 from ._pyacl.codes import ErrorCode
 from ._pyacl.dtypes import to_numpy
@@ -108,6 +108,7 @@ class Model(AsyncResource):
         self._outputs = outputs
         self._free: list[_Slot] = []
         self._slots: list[_Slot] = []
+        self._streams: set[Stream] = set()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -143,6 +144,7 @@ class Model(AsyncResource):
         self._check_stream(stream)
         inputs = self._check_arrays(arrays)
         slot = await self._take_slot()
+        self._streams.add(stream)
         reusable = False
         try:
             for array, host, target in zip(inputs, slot.host_in, slot.dev_in, strict=True):
@@ -175,14 +177,16 @@ class Model(AsyncResource):
         self._check_stream(stream)
         ins = _buffer_args("inputs", inputs, self._inputs, self._device)
         outs = _buffer_args("outputs", outputs, self._outputs, self._device)
+        self._streams.add(stream)
         stream.launch(_execute_on(self._device.acl), self._id, ins, outs)
 
     async def aclose(self) -> None:
         """Release the pooled buffers and unload the model. Idempotent; survives cancellation.
 
-        Waits for the device's queued work first (``Device.synchronize``), since
-        that work may still use the model or its buffers. Close models before their
-        device; a model whose device is already closed only marks itself closed.
+        First waits for the work queued so far on the streams the model was used on
+        (cancelled runs may still be using their buffers); an ACL error pending on one
+        of them is raised once everything is released. Close models before their
+        device; a model whose device is closed or broken only marks itself closed.
         """
         if self._closed:
             await anyio.lowlevel.checkpoint()
@@ -190,18 +194,28 @@ class Model(AsyncResource):
         self._closed = True
         device = self._device
         slots, self._slots, self._free = self._slots, [], []
+        streams, self._streams = self._streams, set()
         if device.closed:
             await anyio.lowlevel.checkpoint()
             return
+        pending: AclError | None = None
         with anyio.CancelScope(shield=True):
-            try:
-                await device.synchronize()
-            finally:
-                handles = [(s.in_ds, s.out_ds, s.data_buffers) for s in slots]
-                api, ret = await device.call(_unload, device.acl, self._id, self._desc, handles)
-                for slot in slots:
-                    for buffer in slot.buffers():
-                        await buffer.aclose()
+            for stream in streams:
+                if stream.closed:
+                    continue
+                try:
+                    await stream.synchronize()
+                except AclError as exc:
+                    pending = pending or exc
+                except anyio.BrokenResourceError:
+                    return  # nothing can be released through a dead worker
+            handles = [(s.in_ds, s.out_ds, s.data_buffers) for s in slots]
+            api, ret = await device.call(_unload, device.acl, self._id, self._desc, handles)
+            for slot in slots:
+                for buffer in slot.buffers():
+                    await buffer.aclose()
+        if pending is not None:
+            raise pending
         raise_for_status(ret, api, device=device.id)
 
     # -- helpers ---------------------------------------------------------------------

@@ -198,3 +198,32 @@ async def test_aclose_is_idempotent(rt: Any, model_path: str) -> None:
             await model.aclose()
             await model.aclose()
             assert rt.sim.model_objects() == NO_OBJECTS
+
+
+async def test_aclose_waits_for_launched_work_and_raises_its_error(rt: Any, tmp_path: Path) -> None:
+    gate = threading.Event()
+
+    def held_then_broken(x: Any) -> Any:
+        assert gate.wait(10)
+        raise RuntimeError("device fault")
+
+    path = rt.sim.register_model(
+        tmp_path / "late.om",
+        inputs=[("x", (2,), "f4")],
+        outputs=[("y", (2,), "f4")],
+        fn=held_then_broken,
+    )
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as stream:
+            model = await dev.load_model(path)
+            source, target = await dev.alloc(8), await dev.alloc(8)
+            model.launch(stream, [source], [target])
+            assert not await stream.query()  # held on the device
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, gate.set)
+                with pytest.raises(aclasync.AclError) as failure:
+                    await model.aclose()
+            assert failure.value.code == ErrorCode.ACL_ERROR_RT_MODEL_EXECUTE
+            assert model.closed
+            assert rt.sim.model_objects() == NO_OBJECTS
+            await stream.synchronize()  # the error was delivered once, by aclose
