@@ -272,17 +272,18 @@ class ModelExtension:
         -------
         str
             The resolved path, which also keys the registration. Raises ``TypeError``
-            or ``ValueError`` for a declaration that describes no model.
+            or ``ValueError`` for a declaration that describes no model, and
+            ``OSError`` if the spec file cannot be written (nothing is registered then).
         """
         spec = build_spec(inputs, outputs, fn, duration_us, batch_sizes)
         key = os.path.realpath(os.fspath(path))
-        with self._models.lock:
-            self._models.registrations[key] = spec
         try:
             with open(key, "xb") as file:
                 file.write(spec_document(spec, registration=key, fn=None))
         except FileExistsError:
             pass
+        with self._models.lock:
+            self._models.registrations[key] = spec
         return key
 
     def model_objects(self) -> dict[str, int]:

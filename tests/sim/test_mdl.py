@@ -113,6 +113,15 @@ def test_register_writes_a_spec_naming_the_registration(rt: Any, tmp_path: Path)
     assert document["duration_us"] == 50.0
 
 
+def test_register_into_a_missing_folder_fails_cleanly(rt: Any, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        register_affine(rt, tmp_path / "no" / "such" / "dir.om")
+    assert rt.sim.model_objects()["models"] == 0
+    assert rt.rt.set_device(0) == 0
+    _, ret = rt.mdl.load_from_file(str(tmp_path / "no" / "such" / "dir.om"))
+    assert ret == PATH_INVALID
+
+
 def test_register_never_overwrites_an_existing_file(
     rt: Any, tmp_path: Path, check: Callable[..., Any]
 ) -> None:
