@@ -50,11 +50,18 @@ class TensorInfo:
 class ModelLoading:
     """What ``Device.load_model()`` returns: await it, or use it with ``async with``."""
 
-    def __init__(self, device: Device, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, device: Device, path: str | os.PathLike[str], pool_size: int | None = None
+    ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if pool_size is not None and (
+            isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1
+        ):
+            raise ValueError(f"pool_size must be None or an int >= 1, got {pool_size!r}")
         self._device = device
         self._path = os.fspath(path)
+        self._pool_size = pool_size
         self._model: Model | None = None
 
     def __await__(self) -> Generator[Any, None, Model]:
@@ -80,7 +87,7 @@ class ModelLoading:
         with anyio.CancelScope(shield=True):
             model_id, desc, inputs, outputs, api, ret = await device.call(_load, acl, path)
         raise_for_status(ret, api, device=device.id)
-        model = Model._create(device, model_id, desc, inputs, outputs)
+        model = Model._create(device, model_id, desc, inputs, outputs, self._pool_size)
         await anyio.lowlevel.checkpoint_if_cancelled()
         return model
 
@@ -90,7 +97,8 @@ class Model(AsyncResource):
 
     Input and output buffers (device memory, pinned host staging and their datasets)
     are pooled: ``run`` takes a set, returns it when done, and makes a new one only when
-    all are busy, so the pool grows to the peak number of concurrent ``run`` calls.
+    all are busy. Without ``pool_size`` the pool grows to the peak number of concurrent
+    ``run`` calls; with it, at most ``pool_size`` runs hold a set and the others wait.
     """
 
     def __init__(
@@ -100,8 +108,10 @@ class Model(AsyncResource):
         desc: int,
         inputs: tuple[TensorInfo, ...],
         outputs: tuple[TensorInfo, ...],
+        pool_size: int | None = None,
     ) -> None:
         self._device = device
+        self._limit = None if pool_size is None else anyio.Semaphore(pool_size)
         self._id = model_id
         self._desc = desc
         self._inputs = inputs
@@ -143,26 +153,10 @@ class Model(AsyncResource):
         """
         self._check_stream(stream)
         inputs = self._check_arrays(arrays)
-        slot = await self._take_slot()
-        self._streams.add(stream)
-        reusable = False
-        try:
-            for array, host, target in zip(inputs, slot.host_in, slot.dev_in, strict=True):
-                host.view(array.dtype, array.shape)[...] = array
-                stream.memcpy(target, host)
-            stream.launch(self._device.acl.mdl.execute_async, self._id, slot.in_ds, slot.out_ds)
-            for source, host in zip(slot.dev_out, slot.host_out, strict=True):
-                stream.memcpy(host, source)
-            await stream.synchronize()
-            results = [
-                host.view(t.dtype, t.shape).copy()
-                for t, host in zip(self._outputs, slot.host_out, strict=True)
-            ]
-            reusable = True
-            return results
-        finally:
-            if reusable and not self._closed:
-                self._free.append(slot)
+        if self._limit is None:
+            return await self._run(stream, inputs)
+        async with self._limit:
+            return await self._run(stream, inputs)
 
     def launch(
         self, stream: Stream, inputs: Sequence[DeviceBuffer], outputs: Sequence[DeviceBuffer]
@@ -249,6 +243,30 @@ class Model(AsyncResource):
                 )
             checked.append(array)
         return checked
+
+    async def _run(self, stream: Stream, inputs: list[np.ndarray[Any, Any]]) -> list[Any]:
+        if self._closed:  # closed while this run waited for the pool
+            raise anyio.ClosedResourceError(f"{self!r} is closed")
+        slot = await self._take_slot()
+        self._streams.add(stream)
+        reusable = False
+        try:
+            for array, host, target in zip(inputs, slot.host_in, slot.dev_in, strict=True):
+                host.view(array.dtype, array.shape)[...] = array
+                stream.memcpy(target, host)
+            stream.launch(self._device.acl.mdl.execute_async, self._id, slot.in_ds, slot.out_ds)
+            for source, host in zip(slot.dev_out, slot.host_out, strict=True):
+                stream.memcpy(host, source)
+            await stream.synchronize()
+            results = [
+                host.view(t.dtype, t.shape).copy()
+                for t, host in zip(self._outputs, slot.host_out, strict=True)
+            ]
+            reusable = True
+            return results
+        finally:
+            if reusable and not self._closed:
+                self._free.append(slot)
 
     async def _take_slot(self) -> _Slot:
         if self._free:

@@ -81,3 +81,30 @@ async def test_workers_reusing_pooled_buffers(rt: Any, model_path: str) -> None:
                 await stream.aclose()
     assert len(results) == 16 * 20
     assert all(results.values())
+
+
+async def test_pool_size_caps_the_buffer_sets(rt: Any, model_path: str) -> None:
+    bias = np.ones(8, dtype=np.float32)
+    outputs: dict[int, Any] = {}
+
+    async def one(model: aclasync.Model, stream: aclasync.Stream, index: int) -> None:
+        x = np.full((4, 8), index, dtype=np.float32)
+        outputs[index] = (x, await model.run(stream, x, bias))
+
+    with anyio.fail_after(30):
+        async with (
+            aclasync.open_device(0, backend=rt) as dev,
+            dev.load_model(model_path, pool_size=2) as model,
+            dev.create_stream() as stream,
+        ):
+            async with anyio.create_task_group() as tg:
+                for index in range(40):
+                    tg.start_soon(one, model, stream, index)
+            assert rt.sim.model_objects()["datasets"] == 2 * 2  # two sets: input + output
+            with pytest.raises(ValueError, match="pool_size"):
+                dev.load_model(model_path, pool_size=0)
+    assert len(outputs) == 40
+    for x, (y, total) in outputs.values():
+        expected = scale_shift(x, bias)
+        np.testing.assert_array_equal(y, expected[0])
+        np.testing.assert_array_equal(total, expected[1])
