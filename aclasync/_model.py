@@ -149,7 +149,8 @@ class Model(AsyncResource):
         (``ValueError``/``TypeError``), copies them in on *stream*, queues
         ``acl.mdl.execute_async`` and the copies out, and awaits the stream. An ACL
         failure raises ``AclError``. Cancellation abandons the wait; the device work
-        carries on, and the buffers it uses are set aside until the model is closed.
+        carries on. After a cancellation or an error the buffers the run used are set
+        aside (their work may still be queued) and released when the model is closed.
         """
         self._check_stream(stream)
         inputs = self._check_arrays(arrays)
@@ -294,7 +295,11 @@ class Model(AsyncResource):
             )
             slot.in_ds, slot.out_ds, slot.data_buffers = in_ds, out_ds, data_buffers
         raise_for_status(ret, api, device=device.id)
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            self._free.append(slot)  # made but never used: ready for the next run
+            raise
         return slot
 
 
