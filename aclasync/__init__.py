@@ -37,6 +37,9 @@ if _typing.TYPE_CHECKING:
     from ._errors import BackendUnavailableError as BackendUnavailableError
     from ._errors import DeviceBrokenError as DeviceBrokenError
     from ._event import Event as Event
+    from ._model import Model as Model
+    from ._model import ModelLoading as ModelLoading
+    from ._model import TensorInfo as TensorInfo
     from ._pyacl.codes import ErrorCode as ErrorCode
     from ._pyacl.constants import EventFlag as EventFlag
     from ._pyacl.constants import FailureMode as FailureMode
@@ -60,9 +63,12 @@ _EXPORTS: dict[str, str] = {
     "FailureMode": "._pyacl.constants",
     "HostBuffer": "._buffers",
     "MemcpyKind": "._pyacl.constants",
+    "Model": "._model",
+    "ModelLoading": "._model",
     "Stream": "._stream",
     "StreamCreation": "._device",
     "StreamFlag": "._pyacl.constants",
+    "TensorInfo": "._model",
     "WorkerOptions": "._worker",
     "open_device": "._device",
 }
@@ -81,9 +87,12 @@ __all__ = [
     "FailureMode",
     "HostBuffer",
     "MemcpyKind",
+    "Model",
+    "ModelLoading",
     "Stream",
     "StreamCreation",
     "StreamFlag",
+    "TensorInfo",
     "WorkerOptions",
     "__version__",
     "open_device",

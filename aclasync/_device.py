@@ -312,6 +312,19 @@ class Device(AsyncResource):
         if failures:
             raise AclError(*failures[0], device=self._id)
 
+    def load_model(self, path: Any, *, pool_size: int | None = None) -> Any:
+        """Load an offline model; await the result or use it with ``async with``.
+
+        *path* is a ``str`` or ``os.PathLike``; *pool_size* caps the buffer sets the
+        model pools (``None``: as many as concurrent runs). Returns an
+        ``aclasync.ModelLoading`` that yields an ``aclasync.Model``; loading
+        (``acl.mdl.load_from_file`` and the description) runs on the worker.
+        Cancellation takes effect once it is loaded.
+        """
+        from ._model import ModelLoading
+
+        return ModelLoading(self, path, pool_size)
+
 
 class StreamCreation:
     """What ``Device.create_stream()`` returns: await it, or use it with ``async with``."""

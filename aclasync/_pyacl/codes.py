@@ -101,8 +101,11 @@ class ErrorCode(enum.IntEnum):
     ACL_ERROR_DRV_FAILURE = 500004
     ACL_ERROR_PROFILING_FAILURE = 500005
 
-    # -- GE codes passed through ACL (ge_error_codes.h; the family bases only) ---------
+    # -- GE codes passed through ACL (ge_error_codes.h; family bases, model execution) --
     ACL_ERROR_GE_PARAM_INVALID = 145000
+    ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID = 145002
+    ACL_ERROR_GE_EXEC_MODEL_ID_INVALID = 145003
+    ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID = 145013
     ACL_ERROR_GE_MEMORY_ALLOCATION = 245000
     ACL_ERROR_GE_INTERNAL_ERROR = 545000
 

@@ -13,6 +13,9 @@ from ._args import parsed
 from ._calls import CallGroup
 from ._core import Core, check_ints
 from ._kernel import Kernel
+from ._mdl_dataset import DataBufferCalls  # acl.mdl hook
+from ._mdl_runtime import Mdl, ModelExtension  # acl.mdl hook
+from ._mdl_state import ModelRegistry  # acl.mdl hook
 from ._objects import Task
 from ._profiles import SocProfile, resolve_profile
 from ._rc import RC
@@ -58,7 +61,7 @@ class Rt(
     """The ``acl.rt`` namespace of a simulated runtime: all 182 names pyACL registers."""
 
 
-class SimExtension(CallGroup):
+class SimExtension(ModelExtension, CallGroup):
     """``acl.sim``: what only the simulator has."""
 
     _util: Util | None = None
@@ -134,8 +137,9 @@ class SimExtension(CallGroup):
         ``set_device`` reference counts), ``threads`` (simulator threads alive: device
         schedulers and kernel-body cores), ``notifies``, ``host_registrations``
         (``host_register`` ranges) and ``util_threads`` (``util.start_thread`` threads not
-        yet joined by ``stop_thread``). All are 0 for a fresh runtime and again after every
-        device is released and every host block freed.
+        yet joined by ``stop_thread``), and those of ``acl.mdl``: ``models``, ``model_descs``,
+        ``datasets``, ``data_buffers``. All are 0 for a fresh runtime and again after every
+        device is released, every host block freed and every model object destroyed.
         """
         core = self._core
         with core.lock:
@@ -153,6 +157,7 @@ class SimExtension(CallGroup):
                 "host_registrations": len(core.host_registrations),
             }
         counts["util_threads"] = self._util.live_threads if self._util is not None else 0
+        counts.update(self.model_objects())
         return counts
 
     def close(self) -> None:
@@ -195,7 +200,7 @@ class Media(CallGroup):
         return RC.MEMORY_FREE
 
 
-class SimAcl:
+class SimAcl(DataBufferCalls):
     """A simulated pyACL runtime: use it where you would use ``import acl``.
 
     The devices are built on first use, reading ``ASCEND_RT_VISIBLE_DEVICES`` then
@@ -217,6 +222,8 @@ class SimAcl:
         self._util: Util | None = None
         self._sim: SimExtension | None = None
         self._media: Media | None = None
+        self._models = ModelRegistry()  # acl.mdl: models, datasets, data buffers
+        self._mdl: Mdl | None = None
 
     def _build(self) -> Core:
         if self._core_ is None:
@@ -229,6 +236,8 @@ class SimAcl:
             self._util = Util(core)
             self._sim = SimExtension(core)
             self._sim._util = self._util
+            self._sim._models = self._models
+            self._mdl = Mdl(core, self._models)
             self._media = Media(core)
             self._core_ = core
         return self._core_
@@ -264,6 +273,13 @@ class SimAcl:
         self._build()
         assert self._media is not None
         return self._media
+
+    @property
+    def mdl(self) -> Mdl:
+        """``acl.mdl``: load declared models, describe them, build datasets, execute."""
+        self._build()
+        assert self._mdl is not None
+        return self._mdl
 
     def __repr__(self) -> str:
         return (

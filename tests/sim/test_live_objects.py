@@ -16,6 +16,10 @@ NOTHING = {
     "notifies": 0,
     "host_registrations": 0,
     "util_threads": 0,
+    "models": 0,
+    "model_descs": 0,
+    "datasets": 0,
+    "data_buffers": 0,
 }
 
 
