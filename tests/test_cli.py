@@ -18,7 +18,6 @@ import aclasync._cli._pipeline
 import aclasync.sim
 from aclasync._cli import main
 from aclasync._cli._demo import ProgressDisplay
-from aclasync.sim._runtime import SimExtension
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_TIMEOUT_S = 60
@@ -99,8 +98,11 @@ def test_info_follows_the_environment_variable(
     monkeypatch.setenv("ACLASYNC_BACKEND", "sim")
     assert main(["info"]) == 0
     assert "backend   sim (from $ACLASYNC_BACKEND)" in capsys.readouterr().out
+    monkeypatch.setenv("ACLASYNC_BACKEND", " Sim ")
+    assert main(["info"]) == 0
+    assert "backend   sim (from $ACLASYNC_BACKEND)" in capsys.readouterr().out
     monkeypatch.setenv("ACLASYNC_BACKEND", "gpu")
-    assert main(["info"]) == 1
+    assert main(["info"]) == 2
     assert_one_error_line(capsys.readouterr().err, "ACLASYNC_BACKEND='gpu'")
 
 
@@ -167,11 +169,6 @@ def test_demo_reports_failed_verification(
     )
 
 
-def test_demo_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--devices", "0"]) == 2
-    assert_one_error_line(capsys.readouterr().err, "--devices must be >= 1")
-
-
 def test_unknown_loop_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--loop", "tokio"])
@@ -201,15 +198,6 @@ def test_progress_redraws_one_line_on_a_tty() -> None:
 
 
 # -- bench -----------------------------------------------------------------------------
-
-
-def test_bench_unknown_name_lists_the_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
-    from aclasync._cli._bench import BENCHMARKS
-
-    assert main(["bench", "overhead", "nope"]) == 2
-    captured = capsys.readouterr()
-    assert_one_error_line(captured.err, "unknown benchmark(s): nope", *BENCHMARKS)
-    assert captured.out == ""
 
 
 def test_bench_writes_json_and_prints_the_table(
@@ -255,29 +243,22 @@ def test_trace_writes_a_timeline_with_a_track_per_stream(
     assert {s["pid"] for s in kernels} == {1, 2}  # devices 0 and 1
     assert all(tracks[s["pid"], s["tid"]].startswith("stream 0x") for s in kernels)
     assert all(s["dur"] >= 4000 for s in kernels)  # the demo's 5 ms kernels
-    finished = [s for s in spans if tracks[s["pid"], s["tid"]] == "items finished"]
-    assert len(finished) == 4
-
-
-def test_trace_without_an_observer_wraps_the_kernels(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delattr(SimExtension, "set_observer")
-    path = tmp_path / "trace.json"
-    assert main(["trace", "--items", "6", "--devices", "3", "--out", str(path)]) == 0
-    assert "(kernel wrapper)" in capsys.readouterr().out
-    spans, tracks = load_trace(path)
-    kernels = [s for s in spans if tracks[s["pid"], s["tid"]] == "kernels"]
-    assert sorted(s["name"] for s in kernels) == ["kernel 1"] * 3 + ["kernel 2"] * 3
-    assert all(s["dur"] >= 4000 for s in kernels)
-
-
-def test_trace_to_an_unwritable_path_is_one_clear_error(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    target = tmp_path / "missing-dir" / "trace.json"
-    assert main(["trace", "--items", "2", "--out", str(target)]) == 1
-    assert_one_error_line(capsys.readouterr().err, "missing-dir")
+    for device_pid in (1, 2):
+        own = sorted(
+            (s for s in spans if s["pid"] == device_pid and s["tid"] == 1), key=lambda s: s["ts"]
+        )
+        assert tracks[device_pid, 1] == "items finished"
+        # Set-up first, labelled as such; item 1 starts where it ends.
+        assert [s["name"] for s in own] == ["set-up", "item 1", "item 2"]
+        setup, first = own[0], own[1]
+        assert first["ts"] == pytest.approx(setup["ts"] + setup["dur"], abs=1.0)
+    run = {s["name"]: s for s in spans if s["pid"] == 0}
+    assert set(run) == {"start-up", "run_pipeline"}
+    assert run["run_pipeline"]["ts"] == pytest.approx(
+        run["start-up"]["ts"] + run["start-up"]["dur"], abs=1.0
+    )
+    # Every device's set-up happens inside the run, after start-up.
+    assert all(s["ts"] >= run["run_pipeline"]["ts"] - 1.0 for s in spans if s["name"] == "set-up")
 
 
 # -- examples --------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .._common import write_text
+
 __all__ = ["describe_machine", "format_table", "plot", "write_json"]
 
 _PACKAGES = ("aclasync", "anyio", "trio", "uvloop", "numpy", "sniffio")
@@ -66,9 +68,9 @@ def format_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_json(results: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write *results* as indented JSON to *path*."""
-    Path(path).write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+def write_json(results: dict[str, Any], path: str | os.PathLike[str]) -> str:
+    """Write *results* as indented JSON to *path* (``-``: stdout); return where to."""
+    return write_text(os.fspath(path), json.dumps(results, indent=2, sort_keys=False) + "\n")
 
 
 def plot(results: dict[str, Any], path: str | os.PathLike[str]) -> None:

@@ -28,7 +28,7 @@ import aclasync
 from aclasync import sim
 from aclasync.sim import Kernel
 
-from ._common import BenchConfig, check, column, run_on_loop
+from ._common import BenchConfig, Progress, check, column, run_on_loop
 from ._stats import percentile
 
 __all__ = ["run"]
@@ -47,7 +47,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     checks = []
     for loop in cfg.loops:
         cfg.progress(f"scale [{loop}]: {n} waiters over {DEVICES} devices")
-        row = run_on_loop(loop, _measure, n)
+        row = run_on_loop(loop, _measure, n, cfg.progress)
         row["loop"] = loop
         rows.append(row)
         per_device = row["threads_per_device"]
@@ -110,7 +110,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     }
 
 
-async def _measure(n: int) -> dict[str, Any]:
+async def _measure(n: int, progress: Progress) -> dict[str, Any]:
     acl = sim.create(device_count=DEVICES)
     launch = acl.sim.launch_kernel
     kernel = Kernel(duration_us=KERNEL_US)
@@ -119,7 +119,6 @@ async def _measure(n: int) -> dict[str, Any]:
     base_threads = threading.active_count()
     idle_ticks = await _idle_ticks(0.2)
     async with contextlib.AsyncExitStack() as stack:
-        stack.callback(gate.set)  # never leave a device blocked, whatever happens
         devices = []
         active = []  # threads running once 1, 2, ... devices are open and working
         for i in range(DEVICES):
@@ -137,6 +136,10 @@ async def _measure(n: int) -> dict[str, Any]:
             await stream.synchronize()
         for stream in work:
             stream.launch(launch, Kernel(fn=lambda: gate.wait(_GATE_TIMEOUT_S)))
+        # Pushed last, so it runs first on every way out (Ctrl-C included): closing a
+        # stream waits for its queued work, which waits for the gate.
+        stack.callback(gate.set)
+        progress(f"scale: the gate is shut; parking {n} waiters")
 
         async def barrier() -> None:
             # A device worker runs jobs in order: once an idle stream's sync comes back,
