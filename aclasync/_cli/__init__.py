@@ -50,8 +50,8 @@ MAX_KERNEL_US = 60e6
 #: Memory per item a trace holds until it writes the file (measured: about 8 KB of
 #: peak RSS per item at 2,000 items).
 TRACE_BYTES_PER_ITEM = 12_000
-#: Memory a full-size benchmark run peaks at, per unit of ``--scale`` (measured on
-#: ``scale``, the largest: 10,000 parked waiters under tracemalloc, about 0.2 GB).
+#: Memory a benchmark run may need per unit of ``--scale``: a full run of all five on
+#: all loops peaked at 0.24 GB of RSS (``scale``'s 10,000 waiters under tracemalloc).
 BENCH_BYTES_PER_SCALE = 400_000_000
 #: Upper bound of ``bench --scale`` before the memory check.
 MAX_SCALE = 1e6

@@ -87,7 +87,19 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "chart": {"label": ["loop", "variant"], "value": "median_us", "unit": "us"},
+        "charts": [
+            {
+                "group": ["loop"],
+                "series": "variant",
+                "value": "vs_naive",
+                "axis": "median time of one idle-stream sync, relative to naive to_thread",
+                "unit": "ratio to naive; lower is better",
+                "target": TARGET,
+                "target_label": f"target for aclasync: ≤ {TARGET:g} of naive",
+                "annotate": "median_us",
+                "annotate_format": "{:.0f} µs",
+            }
+        ],
         "notes": [
             "Each sample is one `synchronize` of an idle stream, timed with perf_counter_ns "
             "around the await (or the raw call); variants alternate in rounds.",

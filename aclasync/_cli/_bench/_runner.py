@@ -15,7 +15,8 @@ from typing import Any
 from .._loops import LOOPS, loop_unavailable
 from . import _launch, _overhead, _pipeline, _scale, _sync_modes
 from ._common import BenchConfig, Progress, Skip
-from ._report import describe_machine, plot, write_json
+from ._plot import plot
+from ._report import describe_machine, write_json
 
 __all__ = ["BENCHMARKS", "Benchmark", "run", "stderr_progress"]
 

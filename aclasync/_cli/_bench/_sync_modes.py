@@ -77,7 +77,20 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": _checks(rows, list(levels)),
-        "chart": {"label": ["level", "kernel_us", "mode"], "value": "p50_us", "unit": "us"},
+        "charts": [
+            {
+                "group": ["level", "kernel_us"],
+                "group_format": "{level}, {kernel_us:,} µs kernel",
+                "series": "mode",
+                "value": "lat_vs_default",
+                "axis": "median completion-to-resume latency, relative to a default stream",
+                "unit": "ratio to default; lower is better",
+                "target": 1.0,
+                "target_label": "target: FAST_SYNC below 1, faster than default (kernels > 0 µs)",
+                "annotate": "p50_us",
+                "annotate_format": "{:.0f} µs",
+            }
+        ],
         "notes": [
             "Latency: kernel completion (stamped by the kernel on the simulated device) to "
             "the waiter running again. 'ran us' is the kernel's measured length.",
