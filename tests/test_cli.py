@@ -274,11 +274,19 @@ def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_example_pipeline_verifies_its_results() -> None:
-    done = run_example("pipeline.py", "--devices", "2", "--items", "8", "--kernel-us", "500")
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_example_offload_reports_results_and_the_failed_request(loop: str) -> None:
+    done = run_example("offload.py", "--requests", "4", "--fail", "2", "--loop", loop)
     assert done.returncode == 0, done.stderr
-    assert "8/8 results match the host reference" in done.stdout
-    assert done.stdout.count("device ") == 2
+    lines = done.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [f"request {i}" for i in range(4)]
+    assert lines[2] == (
+        "request 2: failed as asked (ACL_ERROR_RT_AICORE_EXCEPTION from acl.rt.synchronize_stream)"
+    )
+    for line in lines[:2] + lines[3:]:
+        assert line.endswith(" ms, correct")
+        kernel_ms = float(line.split("kernel ")[1].split(" ms")[0])
+        assert kernel_ms >= 2.0  # the modelled 2000 us, measured by timing events
 
 
 def test_example_web_service_self_test_keeps_health_fast() -> None:
