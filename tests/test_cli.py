@@ -169,6 +169,25 @@ def test_demo_reports_failed_verification(
     )
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_an_error_inside_a_device_task_is_one_line_not_a_group_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, loop: str
+) -> None:
+    real = aclasync._cli._pipeline.item_input
+
+    def item_input_failing_on_item_5(item: int, size: int) -> Any:
+        if item == 5:
+            raise ValueError("item 5 has no input")
+        return real(item, size)
+
+    monkeypatch.setattr(aclasync._cli._pipeline, "item_input", item_input_failing_on_item_5)
+    argv = ["demo", "--devices", "2", "--items", "8", "--kernel-us", "100", "--loop", loop]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == "aclasync: error: item 5 has no input"
+
+
 def test_unknown_loop_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--loop", "tokio"])

@@ -91,9 +91,10 @@ def _failure_status(exc: BaseException, before: set[threading.Thread]) -> int:
         return _INTERRUPTED_STATUS
     if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
         # The reader went away: send what is still buffered nowhere, say nothing.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        with contextlib.suppress(OSError, ValueError):  # no file descriptor: nothing to do
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
         return _SIGPIPE_STATUS
     if not all(isinstance(leaf, _EXPECTED) for leaf in leaves) or os.environ.get("ACLASYNC_DEBUG"):
         raise exc  # a bug, or asked for: the whole traceback

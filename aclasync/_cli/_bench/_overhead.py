@@ -6,7 +6,7 @@ Four ways of waiting for an idle stream, measured in one run and in interleaved 
 - ``raw``: ``acl.rt.synchronize_stream(h)`` in a loop on one thread (no event loop);
 - ``aclasync``: ``await stream.synchronize()``;
 - ``aclasync same-CPU``: the same with the loop thread and the device worker pinned to
-  one CPU (``WorkerOptions(cpu=...)``), the opt-in placement DESIGN.md §5 asks about;
+  one CPU (``WorkerOptions(cpu=...)``), an opt-in placement for small machines;
 - ``to_thread``: the naive ``await anyio.to_thread.run_sync(...)`` of ``set_context``
   plus ``synchronize_stream``;
 - ``asyncio.to_thread``: the same through the standard library (asyncio and uvloop).

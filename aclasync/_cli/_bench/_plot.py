@@ -168,7 +168,9 @@ def _headline(results: dict[str, Any]) -> str:
     cpu = machine.get("cpu_model") or machine.get("machine") or "unknown CPU"
     mode = "quick run" if config.get("quick") else "full run"
     started = str(config.get("started", ""))[:16].replace("T", " ")
+    load = machine.get("load_average")
+    busy = f", load average {load[0]:.1f}" if load else ""
     return (
-        f"aclasync benchmarks · {where} · {cpu}, {machine.get('cpu_count')} CPUs, "
+        f"aclasync benchmarks · {where} · {cpu}, {machine.get('cpu_count')} CPUs{busy}, "
         f"{machine.get('python', '')} · {mode}, {started} UTC"
     )
