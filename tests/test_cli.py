@@ -8,9 +8,11 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import aclasync
@@ -186,6 +188,27 @@ def test_an_error_inside_a_device_task_is_one_line_not_a_group_traceback(
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert err.splitlines()[-1] == "aclasync: error: item 5 has no input"
+
+
+@pytest.mark.anyio
+async def test_a_huge_item_count_costs_no_memory_up_front() -> None:
+    # 10**12 items: a list of them would need terabytes before the first item ran.
+    tracemalloc.start()
+    try:
+        with anyio.CancelScope() as scope:
+
+            def stop_after_four(state: aclasync._cli._pipeline.PipelineProgress) -> None:
+                if state.done >= 4:
+                    scope.cancel()
+
+            await aclasync._cli._pipeline.run_pipeline(
+                devices=2, items=10**12, kernel_us=10, size=8, progress=stop_after_four
+            )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert scope.cancelled_caught
+    assert peak < 32 * 2**20
 
 
 def test_unknown_loop_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -46,6 +46,7 @@ LOOP_CHOICES = tuple(LOOPS)
 #: Seconds the clean-up after Ctrl-C may take before the process exits without it.
 GRACE_S = 4.0
 
+# Process-wide by nature (it ends the process); main() disarms it when it returns.
 _watchdog_lock = threading.Lock()
 _watchdog: threading.Timer | None = None
 
