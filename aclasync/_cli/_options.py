@@ -18,6 +18,7 @@ from .._backend import ENV_VAR, backend_from_env
 from ._common import STDOUT, CliError
 
 __all__ = [
+    "MAX_COUNT",
     "available_memory",
     "check_fits_in_memory",
     "float_option",
@@ -25,6 +26,9 @@ __all__ = [
     "output_option",
     "require_simulator",
 ]
+
+#: The largest count a ``range`` (and so a loop over items) can hold.
+MAX_COUNT = sys.maxsize
 
 #: Share of the available memory one run may plan to use.
 _MEMORY_SHARE = 0.5
@@ -145,7 +149,3 @@ def require_simulator(command: str) -> None:
 
 def _gib(nbytes: float) -> str:
     return f"{nbytes / (1 << 30):,.1f} GiB"
-
-
-#: The largest count a ``range`` (and so a loop over items) can hold.
-MAX_COUNT = sys.maxsize
