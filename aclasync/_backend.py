@@ -8,7 +8,7 @@ from typing import Any
 
 from ._errors import BackendUnavailableError
 
-__all__ = ["ENV_VAR", "resolve_backend"]
+__all__ = ["ENV_VAR", "backend_from_env", "resolve_backend"]
 
 ENV_VAR = "ACLASYNC_BACKEND"
 
@@ -29,13 +29,34 @@ _REQUIRED_RT = (
 )
 
 
+def backend_from_env() -> str | None:
+    """Return ``"sim"`` or ``"native"`` from ``$ACLASYNC_BACKEND``, or ``None`` if unset.
+
+    Case and surrounding white space are ignored; an empty value counts as unset.
+
+    Raises
+    ------
+    ValueError
+        If the variable holds anything else.
+    """
+    raw = os.environ.get(ENV_VAR, "")
+    choice = raw.strip().lower()
+    if not choice:
+        return None
+    if choice not in ("sim", "native"):
+        raise ValueError(f"{ENV_VAR}={raw!r}: expected 'sim' or 'native' (any case)")
+    return choice
+
+
 def resolve_backend(backend: object) -> tuple[Any, str]:
-    """Return ``(acl_module_like, backend_name)`` for an ``open_device(backend=...)`` value."""
+    """Return ``(acl_module_like, backend_name)`` for an ``open_device(backend=...)`` value.
+
+    ``None`` means ``$ACLASYNC_BACKEND`` (see ``backend_from_env``), else the native
+    ``acl`` module, else ``BackendUnavailableError``: never a silent simulator.
+    """
     if backend is None:
-        choice = os.environ.get(ENV_VAR, "").strip()
-        if choice:
-            if choice not in ("sim", "native"):
-                raise ValueError(f"{ENV_VAR}={choice!r}: expected 'sim' or 'native'")
+        choice = backend_from_env()
+        if choice is not None:
             return resolve_backend(choice)
         try:
             return _native(), "native"

@@ -378,7 +378,14 @@ class _DeviceOpener:
     async def __aenter__(self) -> Device:
         acl, name = resolve_backend(self._backend)
         device = Device._create(acl, name, self._device_id, self._options)
-        await device._start()
+        try:
+            await device._start()
+        except BaseException:
+            # Cancelled after the worker had set the device (Ctrl-C while opening):
+            # __aexit__ will not run, so close here or the worker thread lives on.
+            if not device.closed:
+                await device.aclose()
+            raise
         self._device = device
         return device
 

@@ -86,3 +86,42 @@ def test_every_registered_benchmark_is_documented_and_vice_versa() -> None:
     readme = (Path(__file__).parents[1] / "benchmarks" / "README.md").read_text()
     documented = re.findall(r"^### `([a-z-]+)`", readme, re.MULTILINE)
     assert sorted(documented) == sorted(BENCHMARKS)
+
+
+def test_plot_labels_axes_in_words_and_draws_each_target(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from aclasync._cli._bench._plot import build_figure
+
+    png = tmp_path / "bench.png"
+    names = ["overhead", "scale", "pipeline"]
+    results = run(
+        names, quick=True, loops=["asyncio", "trio"], plot_path=png, progress=print, scale=0.02
+    )
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    figure = build_figure(results)
+    try:
+        commit = (results["machine"]["git"] or {}).get("commit")
+        headline = figure._suptitle.get_text()
+        assert results["machine"]["cpu_model"] in headline
+        assert (commit[:10] if commit else "no git commit") in headline
+        charts = [
+            (chart, results["benchmarks"][name]["rows"])
+            for name in names
+            for chart in results["benchmarks"][name]["charts"]
+        ]
+        assert len(figure.axes) == len(charts)
+        for axis, (chart, rows) in zip(figure.axes, charts, strict=True):
+            assert axis.get_xlabel() == f"{chart['axis']} ({chart['unit']})"
+            assert len(chart["axis"].split()) >= 4  # words, not a row key
+            legend = [text.get_text() for text in axis.get_legend().get_texts()]
+            assert legend[0] == chart["target_label"]
+            series = {str(row[chart["series"]]) for row in rows}
+            assert series <= set(legend[1:])
+            colours = {tuple(patch.get_facecolor()) for patch in axis.patches}
+            assert len(colours) == len(series)  # one colour per variant
+            targets = [line for line in axis.lines if line.get_linestyle() == "--"]
+            assert [line.get_xdata()[0] for line in targets] == [chart["target"]]
+    finally:
+        plt.close(figure)

@@ -3,51 +3,137 @@
 ``main(argv)`` parses, dispatches and turns expected failures into one
 ``aclasync: error: ...`` line on stderr and a non-zero exit status. With
 ``ACLASYNC_DEBUG=1`` in the environment they propagate with their traceback instead.
+
+Exit statuses: 0 done, 1 failed, 2 usage error (the subcommand's usage and one
+``error:`` line), 130 interrupted (Ctrl-C: ``aclasync: interrupted`` on stderr, every
+device closed and every aclasync thread joined), 141 standard output closed by its
+reader (``aclasync info --json | head -3``; nothing is printed, as when a shell tool
+is ended by SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
+if sys.version_info < (3, 11):  # anyio depends on the backport there
+    from exceptiongroup import BaseExceptionGroup
+
 from .._errors import AclasyncError
 from .._version import __version__
-from ._common import LOOP_CHOICES, CliError
+from ._common import CliError, message_stream
+from ._loops import GRACE_S, LOOP_CHOICES, arm_watchdog, disarm_watchdog
+from ._options import (
+    MAX_COUNT,
+    check_fits_in_memory,
+    float_option,
+    int_option,
+    output_option,
+    require_simulator,
+)
 
 __all__ = ["build_parser", "main"]
 
 #: Exceptions that are the user's or the environment's, not aclasync bugs.
 _EXPECTED = (CliError, AclasyncError, OSError, RuntimeError, ValueError)
 
+#: The simulated devices a demo or trace may use: those of the default simulator.
+MAX_DEVICES = 8
+#: Longest modelled kernel ``demo --kernel-us`` accepts: one minute.
+MAX_KERNEL_US = 60e6
+#: Memory per item a trace holds until it writes the file (measured: about 8 KB of
+#: peak RSS per item at 2,000 items).
+TRACE_BYTES_PER_ITEM = 12_000
+#: Memory a benchmark run may need per unit of ``--scale``: a full run of all five on
+#: all loops peaked at 0.24 GB of RSS (``scale``'s 10,000 waiters under tracemalloc).
+BENCH_BYTES_PER_SCALE = 400_000_000
+#: Upper bound of ``bench --scale`` before the memory check.
+MAX_SCALE = 1e6
+
+_SIGPIPE_STATUS = 141
+_INTERRUPTED_STATUS = 130
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with *argv* (default: ``sys.argv[1:]``); return the exit status.
 
-    Blocks until the subcommand has finished.
+    Blocks until the subcommand has finished, or until Ctrl-C has unwound it.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    before = set(threading.enumerate())
     try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
         status: int = args.handler(args)
-    except KeyboardInterrupt:
-        print("aclasync: interrupted", file=sys.stderr)
-        return 130
-    except _EXPECTED as exc:
-        if os.environ.get("ACLASYNC_DEBUG"):
-            raise  # the whole traceback, for telling a bug from a usage error
-        print(f"aclasync: error: {_one_line(exc)}", file=sys.stderr)
-        return exc.exit_code if isinstance(exc, CliError) else 1
-    return status
+        sys.stdout.flush()  # a reader that went away is found here, not at exit
+        return status
+    except SystemExit:
+        raise
+    except BaseException as exc:  # sorted below; a bug re-raises with its traceback
+        return _failure_status(exc, before)
+    finally:
+        disarm_watchdog()
+
+
+def _failure_status(exc: BaseException, before: set[threading.Thread]) -> int:
+    leaves = _leaves(exc)
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+        arm_watchdog()
+        _say("aclasync: interrupted")
+        _join_new_threads(before, time.monotonic() + GRACE_S - 0.5)
+        return _INTERRUPTED_STATUS
+    if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+        # The reader went away: send what is still buffered nowhere, say nothing.
+        with contextlib.suppress(OSError, ValueError):  # no file descriptor: nothing to do
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return _SIGPIPE_STATUS
+    if not all(isinstance(leaf, _EXPECTED) for leaf in leaves) or os.environ.get("ACLASYNC_DEBUG"):
+        raise exc  # a bug, or asked for: the whole traceback
+    for leaf in leaves:
+        _say(f"aclasync: error: {_one_line(leaf)}")
+    codes = [leaf.exit_code for leaf in leaves if isinstance(leaf, CliError)]
+    return max(codes, default=1)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or *exc* itself."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _join_new_threads(before: set[threading.Thread], deadline: float) -> None:
+    """Wait until *deadline* for the aclasync threads started since *before* to end."""
+    for thread in threading.enumerate():
+        if thread in before or thread is threading.current_thread():
+            continue
+        if thread.daemon and not thread.name.startswith(("aclasync", "acl-")):
+            continue  # an idle pool thread of anyio or trio: it ends on its own
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            _say(f"aclasync: thread {thread.name!r} is still running")
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # stderr gone too: nothing more to do
+        print(line, file=sys.stderr, flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser, each subcommand's handler set as ``handler``."""
+    """Return the argument parser; each subcommand sets ``handler`` and ``parser``."""
     parser = argparse.ArgumentParser(
         prog="aclasync",
         description="Huawei Ascend pyACL with an async/await face, and its simulator.",
+        epilog="ACLASYNC_BACKEND=sim|native chooses the backend for every subcommand.",
     )
     parser.add_argument("--version", action="version", version=f"aclasync {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -60,39 +146,78 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: $ACLASYNC_BACKEND, else native if `import acl` works, else sim",
     )
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
-    info.set_defaults(handler=_cmd_info)
+    info.set_defaults(handler=_cmd_info, parser=info)
 
     demo = commands.add_parser("demo", help="run a concurrent multi-device pipeline (simulator)")
-    demo.add_argument("--devices", type=int, default=4, help="simulated devices (default 4)")
-    demo.add_argument("--items", type=int, default=256, help="items to process (default 256)")
+    _add_devices(demo, default=4)
+    demo.add_argument(
+        "--items", type=int_option(1, MAX_COUNT), default=256, help="items (default 256)"
+    )
     _add_loop(demo)
     demo.add_argument(
-        "--kernel-us", type=float, default=5000.0, help="modelled kernel time (default 5000)"
+        "--kernel-us",
+        type=float_option(high=MAX_KERNEL_US, zero_ok=True),
+        default=5000.0,
+        help="modelled kernel time in microseconds, 0 to 60e6 (default 5000)",
     )
-    demo.add_argument("--size", type=int, default=64, help="matrix side length (default 64)")
-    demo.set_defaults(handler=_cmd_demo)
+    demo.add_argument(
+        "--size",
+        type=int_option(1, MAX_COUNT),
+        default=64,
+        help="matrix side length; memory-checked (default 64)",
+    )
+    demo.set_defaults(handler=_cmd_demo, parser=demo)
 
     bench = commands.add_parser("bench", help="run the benchmark suite")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default all)")
     bench.add_argument("--quick", action="store_true", help="small sizes, well under a minute")
     bench.add_argument("--loop", choices=(*LOOP_CHOICES, "all"), default="all", help="default: all")
-    bench.add_argument("--json", metavar="FILE", help="write the results as JSON")
-    bench.add_argument("--plot", metavar="FILE", help="draw a PNG (needs matplotlib)")
+    bench.add_argument(
+        "--json",
+        metavar="FILE",
+        type=output_option(stdout_ok=True),
+        help="write the results as JSON ('-': stdout, the table then goes to stderr)",
+    )
+    bench.add_argument(
+        "--plot",
+        metavar="FILE",
+        type=output_option(stdout_ok=False),
+        help="draw a PNG (needs matplotlib)",
+    )
     bench.add_argument(
         "--scale",
-        type=float,
+        type=float_option(high=MAX_SCALE),
         default=1.0,
         help="multiply sample counts and sizes (e.g. 0.05 for a smoke run; default 1)",
     )
-    bench.set_defaults(handler=_cmd_bench)
+    bench.set_defaults(handler=_cmd_bench, parser=bench)
 
     trace = commands.add_parser("trace", help="write a Chrome/Perfetto timeline of a demo run")
-    trace.add_argument("--devices", type=int, default=2, help="simulated devices (default 2)")
-    trace.add_argument("--items", type=int, default=16, help="items to process (default 16)")
-    trace.add_argument("--out", default="aclasync-trace.json", help="default: aclasync-trace.json")
+    _add_devices(trace, default=2)
+    trace.add_argument(
+        "--items",
+        type=int_option(1, MAX_COUNT),
+        default=16,
+        help="items; memory-checked (default 16)",
+    )
+    trace.add_argument(
+        "--out",
+        type=output_option(stdout_ok=True),
+        default="aclasync-trace.json",
+        help="trace file, '-' for stdout (default aclasync-trace.json)",
+    )
     _add_loop(trace)
-    trace.set_defaults(handler=_cmd_trace)
+    trace.set_defaults(handler=_cmd_trace, parser=trace)
     return parser
+
+
+def _add_devices(parser: argparse.ArgumentParser, *, default: int) -> None:
+    parser.add_argument(
+        "--devices",
+        type=int_option(1, MAX_DEVICES),
+        default=default,
+        help=f"simulated devices, 1 to {MAX_DEVICES} (default {default})",
+    )
 
 
 def _add_loop(parser: argparse.ArgumentParser) -> None:
@@ -108,8 +233,14 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
+    from ._demo import demo_bytes, run_demo
 
+    require_simulator("demo")
+    check_fits_in_memory(
+        f"--size {args.size} on {args.devices} device(s)",
+        demo_bytes(args.devices, args.size),
+        args.parser,
+    )
     return run_demo(
         devices=args.devices,
         items=args.items,
@@ -125,12 +256,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     unknown = [name for name in args.names if name not in BENCHMARKS]
     if unknown:
-        raise CliError(
-            f"unknown benchmark(s): {', '.join(unknown)}; valid names: {', '.join(BENCHMARKS)}",
-            exit_code=2,
+        args.parser.error(
+            f"unknown benchmark(s): {', '.join(unknown)}; valid names: {', '.join(BENCHMARKS)}"
         )
-    if not args.scale > 0:
-        raise CliError(f"--scale must be > 0, got {args.scale}", exit_code=2)
+    if args.json is not None and args.json == args.plot:
+        args.parser.error("--json and --plot name the same file")
+    require_simulator("bench")
+    check_fits_in_memory(f"--scale {args.scale:g}", args.scale * BENCH_BYTES_PER_SCALE, args.parser)
     results: dict[str, Any] = run(
         args.names,
         quick=args.quick,
@@ -139,15 +271,21 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         plot_path=args.plot,
         scale=args.scale,
     )
-    print(format_table(results))
+    print(format_table(results), file=message_stream(args.json), flush=True)
     return 0
 
 
 def _cmd_trace(args: argparse.Namespace) -> int:
     from ._trace import run_trace
 
+    require_simulator("trace")
+    check_fits_in_memory(f"--items {args.items}", args.items * TRACE_BYTES_PER_ITEM, args.parser)
     return run_trace(
-        devices=args.devices, items=args.items, out_path=args.out, loop=args.loop, out=sys.stdout
+        devices=args.devices,
+        items=args.items,
+        out_path=args.out,
+        loop=args.loop,
+        out=message_stream(args.out),
     )
 
 

@@ -1,25 +1,15 @@
-"""What the CLI's subcommands share: expected errors, event loops, running a coroutine."""
+"""What the CLI's subcommands share: the expected-failure exception and output targets."""
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+import sys
+from pathlib import Path
+from typing import TextIO
 
-import anyio
+__all__ = ["STDOUT", "CliError", "message_stream", "write_text"]
 
-__all__ = ["LOOP_CHOICES", "CliError", "run_on_loop"]
-
-_T = TypeVar("_T")
-
-#: Event loops by their CLI name: (anyio backend, backend options, module it needs).
-_LOOPS: dict[str, tuple[str, dict[str, Any], str]] = {
-    "asyncio": ("asyncio", {}, "asyncio"),
-    "uvloop": ("asyncio", {"use_uvloop": True}, "uvloop"),
-    "trio": ("trio", {}, "trio"),
-}
-
-LOOP_CHOICES = tuple(_LOOPS)
+#: The output path that means standard output.
+STDOUT = "-"
 
 
 class CliError(Exception):
@@ -38,19 +28,20 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
-def run_on_loop(loop: str, fn: Callable[[], Awaitable[_T]]) -> _T:
-    """Run ``await fn()`` on the event loop named *loop*; blocks until it returns.
+def write_text(path: str, text: str) -> str:
+    """Write *text* to the file *path*, or to stdout when *path* is ``-``.
 
-    Raises
-    ------
-    CliError
-        If the loop's library (uvloop, trio) is not installed.
+    Returns how to name the destination in a message. Blocks while writing.
     """
-    backend, options, module = _LOOPS[loop]
-    if importlib.util.find_spec(module) is None:
-        raise CliError(f"--loop {loop} needs {module}: pip install 'aclasync[{module}]'")
+    if path == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return "standard output"
+    target = Path(path)
+    target.write_text(text)
+    return str(target.resolve())
 
-    async def main() -> _T:
-        return await fn()
 
-    return anyio.run(main, backend=backend, backend_options=options)
+def message_stream(path: str | None) -> TextIO:
+    """Where a subcommand's human-readable report goes: stderr if stdout carries data."""
+    return sys.stderr if path == STDOUT else sys.stdout

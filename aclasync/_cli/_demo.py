@@ -7,9 +7,10 @@ import time
 from typing import Any, TextIO
 
 from . import _pipeline
-from ._common import CliError, run_on_loop
+from ._common import CliError
+from ._loops import run_on_loop
 
-__all__ = ["ProgressDisplay", "format_summary", "run_demo"]
+__all__ = ["ProgressDisplay", "demo_bytes", "format_summary", "run_demo"]
 
 #: Seconds between redraws of the single TTY progress line.
 _REDRAW_S = 0.1
@@ -50,23 +51,30 @@ class ProgressDisplay:
             self._out.flush()
 
 
+def demo_bytes(devices: int, size: int) -> int:
+    """Roughly the memory a demo run of *size* x *size* matrices on *devices* holds.
+
+    Per device, two slots of four float32 buffers (host and device, in and out; the
+    simulator keeps device memory in host memory too), plus the weights and the host
+    reference's temporaries.
+    """
+    matrix = size * size * 4
+    return devices * _pipeline.SLOTS * 4 * matrix + 6 * matrix
+
+
 def run_demo(
     *, devices: int, items: int, loop: str, kernel_us: float, size: int, out: TextIO
 ) -> int:
     """Run the demo pipeline on a fresh simulator and print a summary to *out*.
 
-    Blocks until the pipeline has finished. Progress goes to stderr.
+    Blocks until the pipeline has finished; Ctrl-C cancels it and raises
+    ``KeyboardInterrupt`` once the devices are closed. Progress goes to stderr.
 
     Returns
     -------
     int
         0 when every result matched the host reference, 1 otherwise.
     """
-    for name, value in (("--devices", devices), ("--items", items), ("--size", size)):
-        if value < 1:
-            raise CliError(f"{name} must be >= 1, got {value}", exit_code=2)
-    if kernel_us < 0:
-        raise CliError(f"--kernel-us must be >= 0, got {kernel_us}", exit_code=2)
     display = ProgressDisplay(sys.stderr)
     print(
         f"pipeline: {items} items of {size}x{size} float32 over {devices} simulated "

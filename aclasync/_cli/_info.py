@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import os
 from typing import Any
 
-from .._backend import ENV_VAR, resolve_backend
+from .._backend import ENV_VAR, backend_from_env, resolve_backend
 from .._errors import raise_for_status
 from .._pyacl.constants import RunMode
 from .._version import __version__
+from ._common import CliError
 
 __all__ = ["choose_backend", "collect_info", "format_info", "run_info"]
 
@@ -25,10 +25,11 @@ def choose_backend(requested: str | None) -> tuple[str, str]:
     """
     if requested is not None:
         return requested, "chosen with --backend"
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env:
-        if env not in ("sim", "native"):
-            raise ValueError(f"${ENV_VAR}={env!r}: expected 'sim' or 'native'")
+    try:
+        env = backend_from_env()
+    except ValueError as exc:
+        raise CliError(str(exc), exit_code=2) from None
+    if env is not None:
         return env, f"from ${ENV_VAR}"
     try:
         importlib.import_module("acl")
@@ -104,7 +105,10 @@ def format_info(info: dict[str, Any]) -> str:
 
 
 def run_info(backend: str | None, as_json: bool) -> int:
-    """Print the backend report (text or JSON) to stdout; return the exit status."""
+    """Print the backend report (text or JSON) to stdout; return the exit status.
+
+    Blocks for as long as the runtime's queries take (instantly on the simulator).
+    """
     info = collect_info(backend)
-    print(json.dumps(info, indent=2) if as_json else format_info(info))
+    print(json.dumps(info, indent=2) if as_json else format_info(info), flush=True)
     return 0

@@ -24,9 +24,10 @@ from .._device import Device, open_device
 from .._event import Event
 from .._stream import Stream
 
-__all__ = ["PipelineProgress", "run_pipeline"]
+__all__ = ["SLOTS", "PipelineProgress", "run_pipeline"]
 
-_SLOTS = 2
+#: Buffer slots per device: one item uploads or downloads while another computes.
+SLOTS = 2
 
 
 @dataclasses.dataclass
@@ -84,11 +85,19 @@ async def run_pipeline(
     kernel_us: float = 5000.0,
     size: int = 64,
     progress: Callable[[PipelineProgress], None] | None = None,
+    on_ready: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the pipeline over *devices* devices and return its figures.
 
-    ``backend=None`` uses a fresh simulator with enough devices. Raises
-    ``RuntimeError`` if any result differs from the host reference.
+    ``backend=None`` uses a fresh simulator with enough devices. ``progress`` is
+    called in the event loop after each finished item, ``on_ready(device_id)`` once a
+    device has its streams and buffers (the end of its set-up). Cancellation stops
+    the run; every device is closed (its queued work finished) before it propagates.
+
+    Raises
+    ------
+    RuntimeError
+        If any result differs from the host reference.
     """
     if devices < 1 or items < 1 or size < 1 or kernel_us < 0:
         raise ValueError("devices, items and size must be >= 1 and kernel_us >= 0")
@@ -103,8 +112,10 @@ async def run_pipeline(
     try:
         async with anyio.create_task_group() as tg:
             for device_id in range(devices):
-                share = list(range(device_id, items, devices))
-                pipeline = _DevicePipeline(device_id, share, backend, w, kernel_us, state, progress)
+                share = range(device_id, items, devices)  # lazy: no memory per item
+                pipeline = _DevicePipeline(
+                    device_id, share, backend, w, kernel_us, state, progress, on_ready
+                )
                 tg.start_soon(pipeline.run)
     finally:
         if own_runtime:
@@ -138,12 +149,13 @@ class _DevicePipeline:
     """One device's share of the items and what it needs to process them."""
 
     device_id: int
-    share: list[int]
+    share: range
     backend: object
     w: np.ndarray[Any, Any]
     kernel_us: float
     state: PipelineProgress
     progress: Callable[[PipelineProgress], None] | None
+    on_ready: Callable[[int], None] | None
 
     async def run(self) -> None:
         if not self.share:
@@ -162,22 +174,24 @@ class _DevicePipeline:
                     dev_in=await dev.alloc(nbytes),
                     dev_out=await dev.alloc(nbytes),
                 )
-                for _ in range(_SLOTS)
+                for _ in range(SLOTS)
             ]
+            if self.on_ready is not None:
+                self.on_ready(self.device_id)
             # Uploads run one item ahead of downloads, so that the transfer stream never
             # holds an upload behind a download waiting for the running kernel.
             uploaded: deque[_Slot] = deque()
             in_flight: deque[_Slot] = deque()
             last = len(self.share) - 1
             for k, item in enumerate(self.share):
-                slot = slots[k % _SLOTS]
+                slot = slots[k % SLOTS]
                 if slot.events:
                     await self._finish(in_flight.popleft())
                 slot.item = item
                 slot.host_in.view(np.float32, (size, size))[...] = item_input(item, size)
                 await self._upload_and_compute(dev, transfer, compute_stream, slot)
                 uploaded.append(slot)
-                if len(uploaded) == _SLOTS or k == last:
+                if len(uploaded) == SLOTS or k == last:
                     in_flight.append(await _download(transfer, uploaded.popleft()))
             while uploaded:
                 in_flight.append(await _download(transfer, uploaded.popleft()))

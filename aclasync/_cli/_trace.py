@@ -2,33 +2,35 @@
 
 Tracks come from what is observable from outside the runtime:
 
-- a task observer, when the simulator offers one (``acl.sim.set_observer``): one track
-  per device stream, one span per task;
-- otherwise the demo's kernels are wrapped on their way into ``acl.sim.launch_kernel``
-  (through a pyACL-shaped backend object), giving one span per kernel per device;
-- always, the demo's progress callback: one span per finished item per device.
+- the simulator's task observer (``acl.sim.set_observer``): one track per device
+  stream, one span per task;
+- the demo's callbacks, on an "items finished" track per device: first a ``set-up``
+  span (from the start of the run until the device has opened, made its streams and
+  allocated its buffers), then one span per finished item, from the device's previous
+  completion (or the end of its set-up) to this one;
+- one ``run_pipeline`` span for the whole run, with a ``start-up`` span before it
+  (creating the simulator and starting the event loop).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import sys
 import threading
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from .. import sim
 from .._version import __version__
 from . import _pipeline
-from ._common import CliError, run_on_loop
+from ._common import write_text
+from ._demo import ProgressDisplay
+from ._loops import run_on_loop
 
 __all__ = ["TraceRecorder", "run_trace"]
 
 _RUN_PID = 0
 _ITEMS_TID = 1
-_KERNELS_TID = 2
 _FIRST_STREAM_TID = 10
 
 
@@ -108,76 +110,96 @@ class TraceRecorder:
 def run_trace(*, devices: int, items: int, out_path: str, loop: str, out: TextIO) -> int:
     """Run the demo pipeline on a fresh simulator and write its timeline to *out_path*.
 
-    Blocks until the run has finished and the file is written.
+    ``-`` writes the trace to stdout. Progress goes to stderr, the closing message to
+    *out*. Blocks until the run has finished and the trace is written; Ctrl-C cancels
+    the run and raises ``KeyboardInterrupt`` without writing anything.
     """
-    for name, value in (("--devices", devices), ("--items", items)):
-        if value < 1:
-            raise CliError(f"{name} must be >= 1, got {value}", exit_code=2)
     recorder = TraceRecorder()
+    begun = time.monotonic()
     runtime = sim.create(device_count=devices)
-    source = "observer" if hasattr(runtime.sim, "set_observer") else "kernel wrapper"
-    backend: object
-    if source == "observer":
-        runtime.sim.set_observer(recorder.on_task)
-        backend = runtime
-    else:
-        backend = _TracingBackend(runtime, recorder)
-    completions = _CompletionSpans(recorder, devices)
+    runtime.sim.set_observer(recorder.on_task)
+    items_track = _ItemSpans(recorder, devices)
+    display = ProgressDisplay(sys.stderr)
+
+    def progress(state: _pipeline.PipelineProgress) -> None:
+        items_track(state)
+        display(state)
 
     async def pipeline() -> dict[str, Any]:
+        items_track.start(time.monotonic())
         return await _pipeline.run_pipeline(
-            devices=devices, items=items, backend=backend, progress=completions
+            devices=devices,
+            items=items,
+            backend=runtime,
+            progress=progress,
+            on_ready=items_track.ready,
         )
 
-    started = time.monotonic()
     try:
         result = run_on_loop(loop, pipeline)
     finally:
+        display.close()
         runtime.sim.close()
+    started, finished = items_track.started, time.monotonic()
     recorder.name_track(_RUN_PID, 1, "pipeline", "run")
-    recorder.span(
-        _RUN_PID, 1, "run_pipeline", started, time.monotonic(), {"loop": loop, "items": items}
-    )
+    recorder.span(_RUN_PID, 1, "start-up", begun, started, {"what": "simulator, event loop"})
+    recorder.span(_RUN_PID, 1, "run_pipeline", started, finished, {"loop": loop, "items": items})
     trace = recorder.trace(
         {
             "aclasync": __version__,
             "devices": devices,
             "items": items,
             "loop": loop,
-            "source": source,
             "items_per_s": result["items_per_s"],
         }
     )
-    path = Path(out_path)
-    path.write_text(json.dumps(trace) + "\n")
+    where = write_text(out_path, json.dumps(trace) + "\n")
     print(
-        f"wrote {len(trace['traceEvents'])} trace events ({source}) to {path.resolve()}\n"
+        f"wrote {len(trace['traceEvents'])} trace events to {where}\n"
         "open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load)",
         file=out,
     )
     return 0
 
 
-class _CompletionSpans:
-    """The demo's progress callback: a span per finished item, on its device's track.
+class _ItemSpans:
+    """The "items finished" track of each device: its set-up, then one span per item.
 
-    A span runs from the device's previous completion (or the start) to this one:
-    with double buffering, that is the share of time the device spent per item.
+    ``start`` marks the start of the run, ``ready`` the end of a device's set-up, and
+    the instance itself is the pipeline's progress callback. An item's span runs from
+    the device's previous completion (or the end of its set-up) to this one: with
+    double buffering, the share of time the device spent per item.
     """
 
     def __init__(self, recorder: TraceRecorder, devices: int) -> None:
         self._recorder = recorder
-        self._last_time = dict.fromkeys(range(devices), time.monotonic())
+        self.started = time.monotonic()
+        self._last_time: dict[int, float] = {}
         self._seen = dict.fromkeys(range(devices), 0)
         for device in range(devices):
             recorder.name_track(device + 1, _ITEMS_TID, f"device {device}", "items finished")
+
+    def start(self, now: float) -> None:
+        self.started = now
+
+    def ready(self, device: int) -> None:
+        now = time.monotonic()
+        self._recorder.span(
+            device + 1,
+            _ITEMS_TID,
+            "set-up",
+            self.started,
+            now,
+            {"what": "open_device, create_stream x2, alloc/alloc_host x4 per slot"},
+        )
+        self._last_time[device] = now
 
     def __call__(self, state: _pipeline.PipelineProgress) -> None:
         now = time.monotonic()
         for device, count in state.per_device.items():
             while self._seen.get(device, 0) < count:
                 self._seen[device] = self._seen.get(device, 0) + 1
-                start = self._last_time.get(device, now)
+                start = self._last_time.get(device, self.started)
                 self._recorder.span(
                     device + 1,
                     _ITEMS_TID,
@@ -187,77 +209,6 @@ class _CompletionSpans:
                     {"done": state.done, "total": state.total},
                 )
                 self._last_time[device] = now
-
-
-class _TracingBackend:
-    """A simulated runtime whose kernels report when their bodies run.
-
-    It is a pyACL-shaped backend object: ``rt`` and ``util`` are the runtime's own,
-    ``sim.launch_kernel`` wraps each kernel's body with a clock.
-    """
-
-    def __init__(self, runtime: sim.SimAcl, recorder: TraceRecorder) -> None:
-        self._runtime = runtime
-        self.rt = runtime.rt
-        self.util = runtime.util
-        self.sim = _TracingSim(runtime, recorder)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runtime, name)
-
-
-class _TracingSim:
-    """``acl.sim`` with ``launch_kernel`` timing each kernel; the rest passes through."""
-
-    def __init__(self, runtime: sim.SimAcl, recorder: TraceRecorder) -> None:
-        self._runtime = runtime
-        self._recorder = recorder
-        self._counts: dict[int, int] = {}
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runtime.sim, name)
-
-    def launch_kernel(self, kernel: sim.Kernel, stream: int, /) -> int:
-        # Called on the device's worker thread, whose current device is the kernel's.
-        device, ret = self._runtime.rt.get_device()
-        if ret:
-            return int(self._runtime.sim.launch_kernel(kernel, stream))
-        with self._lock:
-            number = self._counts[device] = self._counts.get(device, 0) + 1
-        pid = device + 1
-        self._recorder.name_track(pid, _KERNELS_TID, f"device {device}", "kernels")
-        timed = dataclasses.replace(
-            kernel, fn=_timed(kernel, self._recorder, pid, f"kernel {number}", stream)
-        )
-        return int(self._runtime.sim.launch_kernel(timed, stream))
-
-
-def _timed(
-    kernel: sim.Kernel, recorder: TraceRecorder, pid: int, name: str, stream: int
-) -> Callable[[], None]:
-    """Wrap the kernel's body: its span runs from the body's start for the kernel's
-    modelled duration, or for as long as the body took if that was longer."""
-    body = kernel.fn
-    duration = kernel.duration_us / 1e6
-
-    def fn() -> None:
-        start = time.monotonic()
-        try:
-            if body is not None:
-                body()
-        finally:
-            finish = time.monotonic()
-            recorder.span(
-                pid,
-                _KERNELS_TID,
-                name,
-                start,
-                max(finish, start + duration),
-                {"stream": f"{stream:#x}", "body_us": round((finish - start) * 1e6, 1)},
-            )
-
-    return fn
 
 
 def _meta(kind: str, pid: int, tid: int, name: str) -> dict[str, Any]:

@@ -1,40 +1,31 @@
-"""What every benchmark shares: event loops, sizes, progress, raw-runtime helpers."""
+"""What every benchmark shares: sizes, progress, raw-runtime helpers.
+
+The event loops and ``run_on_loop`` are the command line's own (``.._loops``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
-
-import anyio
 
 from aclasync.sim import Kernel
 
+from .._loops import run_on_loop
+
 __all__ = [
-    "LOOPS",
     "BenchConfig",
     "Progress",
     "Skip",
     "check",
     "column",
     "expect",
-    "loop_unavailable",
     "raw_close",
     "raw_open",
-    "run_in_thread",
     "run_on_loop",
 ]
 
 _T = TypeVar("_T")
-
-#: Event loops by the name the CLI uses: (anyio backend, backend options).
-LOOPS: dict[str, tuple[str, dict[str, Any]]] = {
-    "asyncio": ("asyncio", {}),
-    "uvloop": ("asyncio", {"use_uvloop": True}),
-    "trio": ("trio", {}),
-}
 
 #: A progress sink: called with one line of text per step.
 Progress = Callable[[str], None]
@@ -68,46 +59,6 @@ class BenchConfig:
     def size(self, full: int, quick: int, *, minimum: int = 1) -> int:
         """Return the full or quick size, times ``scale``, at least *minimum*."""
         return max(minimum, round((quick if self.quick else full) * self.scale))
-
-
-def loop_unavailable(name: str) -> str | None:
-    """Return why the loop *name* cannot run here, or ``None`` if it can."""
-    if name not in LOOPS:
-        return f"unknown loop {name!r}; expected one of {', '.join(LOOPS)}"
-    module = {"uvloop": "uvloop", "trio": "trio"}.get(name)
-    if module is not None and importlib.util.find_spec(module) is None:
-        return f"{module} is not installed (pip install 'aclasync[{module}]')"
-    return None
-
-
-def run_on_loop(loop: str, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
-    """Run ``await fn(*args)`` in a fresh event loop of kind *loop*; blocks."""
-    backend, options = LOOPS[loop]
-    return anyio.run(fn, *args, backend=backend, backend_options=options)
-
-
-def run_in_thread(fn: Callable[..., _T], *args: Any) -> _T:
-    """Run ``fn(*args)`` on a new thread and return its result (or raise its exception).
-
-    Raw-runtime measurements run on a thread of their own, as a synchronous program
-    would, so that the calling thread's runtime context stays untouched.
-    """
-    outcome: list[Any] = []
-
-    def target() -> None:
-        try:
-            outcome.append((fn(*args), None))
-        except BaseException as exc:
-            outcome.append((None, exc))
-
-    thread = threading.Thread(target=target, name="aclasync-bench-raw")
-    thread.start()
-    thread.join()
-    result, error = outcome[0]
-    if error is not None:
-        raise error
-    value: _T = result
-    return value
 
 
 def expect(ret: int, api: str) -> None:

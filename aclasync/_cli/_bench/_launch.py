@@ -81,12 +81,20 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "chart": {
-            "label": ["loop", "variant"],
-            "value": "per_s",
-            "unit": "launches/s",
-            "log": True,
-        },
+        "charts": [
+            {
+                "group": ["loop"],
+                "series": "variant",
+                "value": "vs_raw",
+                "axis": "queued launch rate, relative to raw pyACL calls on one thread",
+                "unit": "ratio to raw, log scale; higher is better",
+                "log": True,
+                "target": 0.5,
+                "target_label": "target for aclasync: ≥ 0.5 of raw (and ≥ 30 times to_thread)",
+                "annotate": "per_s",
+                "annotate_format": "{:,.0f} launches/s",
+            }
+        ],
         "notes": [
             "Rates are N / (first launch .. sync returned), median of the repeats; "
             "'enqueue us' is what one stream.launch() call costs the event loop.",

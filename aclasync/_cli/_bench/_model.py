@@ -95,7 +95,18 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "chart": {"label": ["loop", "concurrency", "variant"], "value": "per_s", "unit": "req/s"},
+        "charts": [
+            {
+                "group": ["loop", "concurrency"],
+                "group_format": "{loop}, {concurrency} concurrent",
+                "series": "variant",
+                "value": "per_s",
+                "axis": "requests served per second",
+                "unit": "req/s; higher is better",
+                "annotate": "p99_ms",
+                "annotate_format": "p99 {:.1f} ms",
+            }
+        ],
         "notes": [
             f"One request: a {SHAPE} float32 input copied in, a model of {DEVICE_US:.0f} us "
             "device time, one output copied out.",

@@ -6,7 +6,7 @@ Four ways of waiting for an idle stream, measured in one run and in interleaved 
 - ``raw``: ``acl.rt.synchronize_stream(h)`` in a loop on one thread (no event loop);
 - ``aclasync``: ``await stream.synchronize()``;
 - ``aclasync same-CPU``: the same with the loop thread and the device worker pinned to
-  one CPU (``WorkerOptions(cpu=...)``), the opt-in placement DESIGN.md §5 asks about;
+  one CPU (``WorkerOptions(cpu=...)``), an opt-in placement for small machines;
 - ``to_thread``: the naive ``await anyio.to_thread.run_sync(...)`` of ``set_context``
   plus ``synchronize_stream``;
 - ``asyncio.to_thread``: the same through the standard library (asyncio and uvloop).
@@ -87,7 +87,19 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "chart": {"label": ["loop", "variant"], "value": "median_us", "unit": "us"},
+        "charts": [
+            {
+                "group": ["loop"],
+                "series": "variant",
+                "value": "vs_naive",
+                "axis": "median time of one idle-stream sync, relative to naive to_thread",
+                "unit": "ratio to naive; lower is better",
+                "target": TARGET,
+                "target_label": f"target for aclasync: ≤ {TARGET:g} of naive",
+                "annotate": "median_us",
+                "annotate_format": "{:.0f} µs",
+            }
+        ],
         "notes": [
             "Each sample is one `synchronize` of an idle stream, timed with perf_counter_ns "
             "around the await (or the raw call); variants alternate in rounds.",

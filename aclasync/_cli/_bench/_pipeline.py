@@ -12,19 +12,22 @@ from typing import Any
 from aclasync import sim
 
 from .._pipeline import run_pipeline
-from ._common import BenchConfig, column, run_on_loop
+from ._common import BenchConfig, check, column, run_on_loop
 from ._stats import ratio
 
 __all__ = ["run"]
 
 TITLE = "Demo pipeline scaling"
 DEVICE_COUNTS = (1, 2, 4, 8)
+#: Scaling efficiency the pipeline must reach on 4 devices (a speedup of 3.2).
+EFFICIENCY_TARGET = 0.8
 
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the pipeline at every device count on every loop of *cfg*; return the result."""
     items = cfg.size(256, 64, minimum=max(DEVICE_COUNTS))
     rows: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
     for loop in cfg.loops:
         single: float | None = None
         for devices in DEVICE_COUNTS:
@@ -45,6 +48,12 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                     "efficiency": None if speedup is None else speedup / devices,
                 }
             )
+            if devices == 4:
+                value = rows[-1]["efficiency"]
+                ok = None if value is None else value >= EFFICIENCY_TARGET
+                checks.append(
+                    check(f"efficiency on 4 devices [{loop}]", value, f">= {EFFICIENCY_TARGET}", ok)
+                )
     return {
         "title": TITLE,
         "columns": [
@@ -57,8 +66,22 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             column("efficiency", "efficiency", ".2f"),
         ],
         "rows": rows,
-        "checks": [],
-        "chart": {"label": ["loop", "devices"], "value": "items_per_s", "unit": "items/s"},
+        "checks": checks,
+        "charts": [
+            {
+                "group": ["devices"],
+                "group_format": "{devices} device(s)",
+                "series": "loop",
+                "value": "efficiency",
+                "axis": "scaling efficiency: speedup over one device / devices",
+                "unit": "1 = ideal; higher is better",
+                "target": EFFICIENCY_TARGET,
+                "target_label": f"target on 4 devices: ≥ {EFFICIENCY_TARGET:g} "
+                f"(speedup ≥ {EFFICIENCY_TARGET * 4:g})",
+                "annotate": "items_per_s",
+                "annotate_format": "{:,.0f} items/s",
+            }
+        ],
         "notes": ["efficiency = (items/s on d devices / items/s on 1 device) / d."],
         "params": {"items": items, "device_counts": list(DEVICE_COUNTS)},
     }

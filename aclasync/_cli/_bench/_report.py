@@ -1,4 +1,4 @@
-"""Reporting: the machine description, text tables, JSON and an optional PNG plot."""
+"""Reporting: the machine description, text tables and JSON (charts: ``_plot``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["describe_machine", "format_table", "plot", "write_json"]
+from .._common import write_text
+
+__all__ = ["describe_machine", "format_table", "write_json"]
 
 _PACKAGES = ("aclasync", "anyio", "trio", "uvloop", "numpy", "sniffio")
 
@@ -66,58 +68,9 @@ def format_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_json(results: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write *results* as indented JSON to *path*."""
-    Path(path).write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
-
-
-def plot(results: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Draw one bar chart per benchmark into a PNG file at *path*.
-
-    Raises
-    ------
-    RuntimeError
-        If matplotlib is not installed.
-    """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise RuntimeError(
-            "--plot needs matplotlib: pip install matplotlib (or 'aclasync[plot]')"
-        ) from exc
-    charts = [
-        (name, bench)
-        for name, bench in results.get("benchmarks", {}).items()
-        if bench.get("chart") and bench.get("rows")
-    ]
-    if not charts:
-        raise RuntimeError("nothing to plot: no benchmark produced chartable rows")
-    heights = [len(bench["rows"]) + 3 for _, bench in charts]
-    figure, axes = plt.subplots(
-        len(charts),
-        1,
-        figsize=(10, 0.2 * sum(heights) + 0.5),
-        squeeze=False,
-        layout="constrained",
-        gridspec_kw={"height_ratios": heights},
-    )
-    for axis, (name, bench) in zip(axes[:, 0], charts, strict=True):
-        chart = bench["chart"]
-        rows = [row for row in bench["rows"] if row.get(chart["value"]) is not None]
-        labels = [" / ".join(str(row[key]) for key in chart["label"]) for row in rows]
-        values = [float(row[chart["value"]]) for row in rows]
-        axis.barh(range(len(values)), values, color="tab:blue")
-        axis.set_yticks(range(len(values)), labels, fontsize=7)
-        axis.invert_yaxis()
-        if chart.get("log"):
-            axis.set_xscale("log")
-        axis.set_xlabel(f"{chart['value']} ({chart.get('unit', '')})")
-        axis.set_title(f"{name}: {bench.get('title', '')}", fontsize=9)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+def write_json(results: dict[str, Any], path: str | os.PathLike[str]) -> str:
+    """Write *results* as indented JSON to *path* (``-``: stdout); return where to."""
+    return write_text(os.fspath(path), json.dumps(results, indent=2, sort_keys=False) + "\n")
 
 
 def _table(columns: list[dict[str, str]], rows: list[dict[str, Any]]) -> list[str]:

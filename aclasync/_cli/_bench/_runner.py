@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib.util
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._loops import LOOPS, loop_unavailable
 from . import _launch, _model, _overhead, _pipeline, _ray, _scale, _sync_modes
-from ._common import LOOPS, BenchConfig, Progress, Skip, loop_unavailable
-from ._report import describe_machine, plot, write_json
+from ._common import BenchConfig, Progress, Skip
+from ._plot import plot
+from ._report import describe_machine, write_json
 
 __all__ = ["BENCHMARKS", "Benchmark", "run", "stderr_progress"]
 
@@ -59,6 +62,9 @@ def run(
 ) -> dict[str, Any]:
     """Run benchmarks and return their results; blocks for seconds to minutes.
 
+    Ctrl-C (SIGINT) cancels the benchmark running, which unwinds (devices closed,
+    threads joined) and raises ``KeyboardInterrupt``; nothing is written then.
+
     Parameters
     ----------
     names:
@@ -70,7 +76,7 @@ def run(
         ``"asyncio"``, ``"uvloop"``, ``"trio"``, a list of them, or ``"all"`` / ``None``
         for all three. Loops whose library is missing are skipped with a progress line.
     json_path:
-        Write the results as JSON here.
+        Write the results as JSON here; ``"-"`` writes them to stdout.
     plot_path:
         Draw a PNG here (needs matplotlib; checked before anything runs).
     progress:
@@ -89,8 +95,8 @@ def run(
     wanted, unavailable = _select_loops(loops)
     if plot_path is not None and importlib.util.find_spec("matplotlib") is None:
         raise RuntimeError("--plot needs matplotlib: pip install matplotlib (or 'aclasync[plot]')")
-    if not scale > 0:
-        raise ValueError(f"scale must be > 0, got {scale!r}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a finite number above 0, got {scale!r}")
     for loop, reason in unavailable.items():
         progress(f"loop {loop} skipped: {reason}")
     if not wanted:
@@ -128,8 +134,7 @@ def run(
         "skipped": skipped,
     }
     if json_path is not None:
-        write_json(results, json_path)
-        progress(f"wrote {json_path}")
+        progress(f"wrote the results to {write_json(results, json_path)}")
     if plot_path is not None:
         plot(results, plot_path)
         progress(f"wrote {plot_path}")

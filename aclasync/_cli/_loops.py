@@ -1,0 +1,147 @@
+"""The event loops the command line runs on, and running a coroutine on one of them.
+
+``run_on_loop`` turns Ctrl-C into cancellation: while the coroutine runs, SIGINT
+cancels it (so every ``async with`` below unwinds, devices close and the simulator's
+threads stop) and ``KeyboardInterrupt`` is raised once it has unwound. A second Ctrl-C,
+or a clean-up still running after ``GRACE_S``, ends the process at once (exit 130).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+
+from ._common import CliError
+
+__all__ = [
+    "GRACE_S",
+    "LOOPS",
+    "LOOP_CHOICES",
+    "arm_watchdog",
+    "disarm_watchdog",
+    "loop_unavailable",
+    "run_on_loop",
+]
+
+_T = TypeVar("_T")
+
+#: Event loops by their CLI name: (anyio backend, backend options, module it needs).
+LOOPS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "asyncio": ("asyncio", {}, "asyncio"),
+    "uvloop": ("asyncio", {"use_uvloop": True}, "uvloop"),
+    "trio": ("trio", {}, "trio"),
+}
+
+LOOP_CHOICES = tuple(LOOPS)
+
+#: Seconds the clean-up after Ctrl-C may take before the process exits without it.
+GRACE_S = 4.0
+
+# Process-wide by nature (it ends the process); main() disarms it when it returns.
+_watchdog_lock = threading.Lock()
+_watchdog: threading.Timer | None = None
+
+
+def loop_unavailable(name: str) -> str | None:
+    """Return why the loop *name* cannot run here, or ``None`` if it can."""
+    if name not in LOOPS:
+        return f"unknown loop {name!r}; expected one of {', '.join(LOOPS)}"
+    module = LOOPS[name][2]
+    if importlib.util.find_spec(module) is None:
+        return f"{module} is not installed (pip install 'aclasync[{module}]')"
+    return None
+
+
+def run_on_loop(loop: str, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+    """Run ``await fn(*args)`` on a fresh event loop of kind *loop*; block until done.
+
+    On the main thread, SIGINT cancels the coroutine; ``KeyboardInterrupt`` is raised
+    after it has unwound, whatever it returned or raised meanwhile.
+
+    Raises
+    ------
+    CliError
+        If the loop's library (uvloop, trio) is not installed.
+    KeyboardInterrupt
+        After Ctrl-C.
+    """
+    why = loop_unavailable(loop)
+    if why is not None:
+        raise CliError(f"--loop {loop}: {why}")
+    backend, options, _ = LOOPS[loop]
+    if threading.current_thread() is not threading.main_thread():
+        return anyio.run(fn, *args, backend=backend, backend_options=options)
+    return anyio.run(_interruptible, fn, args, backend=backend, backend_options=options)
+
+
+def arm_watchdog() -> None:
+    """Make sure the process ends within ``GRACE_S`` from now, clean-up done or not.
+
+    Idempotent; ``disarm_watchdog`` undoes it (``main`` does, when it returns).
+    """
+    global _watchdog
+    with _watchdog_lock:
+        if _watchdog is None:
+            _watchdog = threading.Timer(GRACE_S, _exit_now, kwargs={"why": "clean-up timed out"})
+            _watchdog.daemon = True
+            _watchdog.start()
+
+
+def disarm_watchdog() -> None:
+    """Cancel the timer ``arm_watchdog`` started, if any."""
+    global _watchdog
+    with _watchdog_lock:
+        if _watchdog is not None:
+            _watchdog.cancel()
+            _watchdog = None
+
+
+async def _interruptible(fn: Callable[..., Awaitable[_T]], args: tuple[Any, ...]) -> _T:
+    work = anyio.CancelScope()
+    interrupted = False
+    error: Exception | None = None
+    result: list[_T] = []
+
+    async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        nonlocal interrupted
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            task_status.started()
+            async for _ in signals:
+                if interrupted:
+                    _exit_now(why="interrupted twice")
+                interrupted = True
+                arm_watchdog()
+                work.cancel()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(watch)
+        with work:
+            try:
+                result.append(await fn(*args))
+            except Exception as exc:  # re-raised below, outside the task group's wrapping
+                error = exc
+        tg.cancel_scope.cancel()
+    if interrupted:
+        raise KeyboardInterrupt
+    if error is not None:
+        raise error
+    if not result:  # cancelled from outside (not by us): unwound like an interrupt
+        raise KeyboardInterrupt
+    return result[0]
+
+
+def _exit_now(*, why: str) -> None:
+    """Leave at once with status 130, flushing what can be flushed."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"aclasync: interrupted ({why})", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+    os._exit(130)

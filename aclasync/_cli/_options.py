@@ -1,0 +1,151 @@
+"""Checking the command line's options before any work starts.
+
+The ``*_option`` factories return ``type=`` callables for argparse: a bad value is a
+usage error (the subcommand's usage, one ``error:`` line, exit status 2) found while
+parsing, so that a long run is never lost to a typo in its last option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .._backend import ENV_VAR, backend_from_env
+from ._common import STDOUT, CliError
+
+__all__ = [
+    "MAX_COUNT",
+    "available_memory",
+    "check_fits_in_memory",
+    "float_option",
+    "int_option",
+    "output_option",
+    "require_simulator",
+]
+
+#: The largest count a ``range`` (and so a loop over items) can hold.
+MAX_COUNT = sys.maxsize
+
+#: Share of the available memory one run may plan to use.
+_MEMORY_SHARE = 0.5
+
+
+def int_option(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from *low* to *high*, inclusive."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high:,}, got {text}")
+        return value
+
+    return parse
+
+
+def float_option(*, high: float, zero_ok: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number above zero (or zero, if *zero_ok*), up to *high*."""
+    floor = "0 or more" if zero_ok else "above 0"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if value < 0 or (value == 0 and not zero_ok) or value > high:
+            raise argparse.ArgumentTypeError(f"must be {floor} and at most {high:g}, got {text}")
+        return value
+
+    return parse
+
+
+def output_option(*, stdout_ok: bool) -> Callable[[str], str]:
+    """An argparse type: a file this process can create or overwrite (or ``-``).
+
+    Checks that the parent is an existing, writable directory and that the path is
+    not a directory or an unwritable file. Nothing is created.
+    """
+
+    def parse(text: str) -> str:
+        if text == STDOUT:
+            if stdout_ok:
+                return text
+            raise argparse.ArgumentTypeError("needs a file name ('-' is not supported here)")
+        if not text.strip():
+            raise argparse.ArgumentTypeError("needs a file name, got an empty string")
+        path = Path(text).expanduser()
+        parent = path.parent
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a directory, expected a file name")
+        if not parent.exists():
+            raise argparse.ArgumentTypeError(f"cannot write {text}: {parent} does not exist")
+        if not parent.is_dir():
+            raise argparse.ArgumentTypeError(f"cannot write {text}: {parent} is not a directory")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied")
+        if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+            raise argparse.ArgumentTypeError(f"cannot write {text}: {parent} is not writable")
+        return str(path)
+
+    return parse
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still use: Linux's ``MemAvailable``, or a guess.
+
+    Falls back on the physical memory size, and on 1 GiB where that is unknown too.
+    """
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return 1 << 30
+
+
+def check_fits_in_memory(what: str, needed: float, parser: argparse.ArgumentParser) -> None:
+    """Stop with a usage error if *needed* bytes exceed half the available memory."""
+    budget = available_memory() * _MEMORY_SHARE
+    if needed > budget:
+        parser.error(
+            f"{what} needs about {_gib(needed)} of memory; this machine has "
+            f"{_gib(budget / _MEMORY_SHARE)} available (a run may plan to use half)"
+        )
+
+
+def require_simulator(command: str) -> None:
+    """Refuse to run *command*, whose kernels are simulated, on ``ACLASYNC_BACKEND=native``.
+
+    Raises
+    ------
+    CliError
+        (exit status 2) if ``$ACLASYNC_BACKEND`` is ``native`` or not a backend name.
+    """
+    try:
+        choice = backend_from_env()
+    except ValueError as exc:
+        raise CliError(str(exc), exit_code=2) from None
+    if choice == "native":
+        raise CliError(
+            f"aclasync {command} runs simulated kernels (acl.sim.launch_kernel), which "
+            f"CANN's acl does not have, but {ENV_VAR}={os.environ[ENV_VAR]!r} asks for "
+            f"the native backend: unset {ENV_VAR} or set it to 'sim'",
+            exit_code=2,
+        )
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / (1 << 30):,.1f} GiB"

@@ -1,0 +1,94 @@
+"""Offload numpy work to a device from async code, using only aclasync's public API.
+
+Each request copies its input to the (simulated) device, runs a kernel on it, copies
+the result home and times the kernel with two timing events. The requests share one
+device and run concurrently, each on a stream of its own; every wait is bounded by
+``--timeout``. With ``--fail N``, request N's kernel fails on the device (ACL error
+507015): its stream reports it as an ``aclasync.AclError`` on the next await, and the
+other requests carry on.
+
+For many devices and double buffering, see ``aclasync demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import anyio
+import numpy as np
+
+import aclasync
+from aclasync.sim import Kernel
+
+#: ACL_ERROR_RT_AICORE_EXCEPTION: what a kernel that faults on the device reports.
+_AICORE_EXCEPTION = 507015
+
+
+async def offload(dev: aclasync.Device, request: int, args: argparse.Namespace) -> str:
+    """Run one request on its own stream; return a line describing the outcome."""
+    data = np.random.default_rng(request).standard_normal(args.size, dtype=np.float32)
+    acl = dev.acl
+
+    def square_in_place() -> None:
+        device_data = acl.sim.device_array(device_buffer.ptr, (args.size,), np.float32)
+        np.square(device_data, out=device_data)
+
+    async with (
+        dev.create_stream() as stream,
+        await dev.alloc(data.nbytes) as device_buffer,
+        await dev.alloc_host(data.nbytes) as host_buffer,
+    ):
+        host_buffer.view(np.float32, (args.size,))[...] = data
+        stream.memcpy(device_buffer, host_buffer)
+        start = await stream.record_event(timing=True)
+        error = _AICORE_EXCEPTION if request == args.fail else 0
+        stream.launch(acl.sim.launch_kernel, Kernel(args.kernel_us, square_in_place, error=error))
+        end = await stream.record_event(timing=True)
+        stream.memcpy(host_buffer, device_buffer)
+        try:
+            await stream.synchronize(timeout=args.timeout)
+        except aclasync.AclError as exc:
+            return f"request {request}: failed as asked ({exc.name} from {exc.api})"
+        kernel_ms = await start.elapsed_time(end)
+        result = host_buffer.view(np.float32, (args.size,))
+        ok = np.array_equal(result, np.square(data))
+        return f"request {request}: kernel {kernel_ms:.2f} ms, {'correct' if ok else 'WRONG'}"
+
+
+async def main(args: argparse.Namespace) -> int:
+    """Run every request concurrently on device 0 of a fresh simulator."""
+    lines: dict[int, str] = {}
+
+    async def run(dev: aclasync.Device, request: int) -> None:
+        lines[request] = await offload(dev, request, args)
+
+    async with aclasync.open_device(0, backend="sim") as dev:
+        with anyio.fail_after(args.timeout * 2):  # the whole run, set-up included
+            async with anyio.create_task_group() as tg:
+                for request in range(args.requests):
+                    tg.start_soon(run, dev, request)
+    for request in sorted(lines):
+        print(lines[request])
+    return 1 if any("WRONG" in line for line in lines.values()) else 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=8, help="requests (default 8)")
+    parser.add_argument("--size", type=int, default=1024, help="floats per request")
+    parser.add_argument("--kernel-us", type=float, default=2000.0, help="kernel time (us)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds per wait")
+    parser.add_argument("--fail", type=int, default=-1, help="the request whose kernel fails")
+    parser.add_argument("--loop", choices=("asyncio", "trio"), default="asyncio")
+    args = parser.parse_args(argv)
+    if not 1 <= args.requests <= 1000 or not 1 <= args.size <= 1 << 24:
+        parser.error("--requests must be 1 to 1000 and --size 1 to 16777216")
+    if not (0 <= args.kernel_us <= 1e7 and 0 < args.timeout < 3600):
+        parser.error("--kernel-us must be 0 to 1e7 and --timeout above 0 and below 3600")
+    return args
+
+
+if __name__ == "__main__":
+    options = parse_args()
+    sys.exit(anyio.run(main, options, backend=options.loop))

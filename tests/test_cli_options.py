@@ -1,0 +1,217 @@
+"""The command line checks every option before any work, and honours ACLASYNC_BACKEND."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+import aclasync
+from aclasync._cli import main
+from aclasync._cli._options import available_memory
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run *argv*, expect a usage error (status 2); return the error line."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err
+    assert "Traceback" not in err
+    # The subcommand's usage, then exactly one error line naming the subcommand.
+    assert err.startswith(f"usage: aclasync {argv[0]} "), err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1, err
+    assert errors[0].startswith(f"aclasync {argv[0]}: error: ")
+    assert err.endswith(errors[0] + "\n")
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["demo", "--items", "99999999999999999999"], "argument --items: must be from 1 to"),
+        (["demo", "--items", "0"], "argument --items: must be from 1 to"),
+        (["demo", "--items", "many"], "argument --items: expected an integer, got 'many'"),
+        (["demo", "--devices", "0"], "argument --devices: must be from 1 to 8, got 0"),
+        (["demo", "--devices", "9"], "argument --devices: must be from 1 to 8, got 9"),
+        (["demo", "--size", "0"], "argument --size: must be from 1 to"),
+        (["demo", "--size", "100000"], "--size 100000 on 4 device(s) needs about"),
+        (["demo", "--kernel-us", "nan"], "argument --kernel-us: must be a finite number"),
+        (["demo", "--kernel-us", "-1"], "argument --kernel-us: must be 0 or more"),
+        (["demo", "--kernel-us", "1e300"], "argument --kernel-us: must be 0 or more and at most"),
+        (["demo", "--loop", "tokio"], "argument --loop: invalid choice: 'tokio'"),
+        (["demo", "--bogus"], "unrecognized arguments: --bogus"),
+        (["bench", "--scale", "inf"], "argument --scale: must be a finite number, got inf"),
+        (["bench", "--scale", "nan"], "argument --scale: must be a finite number, got nan"),
+        (["bench", "--scale", "0"], "argument --scale: must be above 0"),
+        (["bench", "--scale", "1e5"], "--scale 100000 needs about"),
+        (["bench", "overhead", "nope"], "unknown benchmark(s): nope; valid names: overhead"),
+        (["bench", "--plot", "-"], "argument --plot: needs a file name"),
+        (["trace", "--items", "10000000000"], "--items 10000000000 needs about"),
+        (["trace", "--devices", "12"], "argument --devices: must be from 1 to 8"),
+        (["trace", "--out", ""], "argument --out: needs a file name"),
+        (["info", "--verbose"], "unrecognized arguments: --verbose"),
+    ],
+)
+def test_bad_values_are_one_usage_error_before_any_work(
+    capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    assert fragment in usage_error(capsys, argv)
+
+
+def test_memory_limits_name_what_the_machine_has(capsys: pytest.CaptureFixture[str]) -> None:
+    line = usage_error(capsys, ["demo", "--size", "100000"])
+    available_gib = available_memory() / (1 << 30)
+    assert f"this machine has {available_gib:,.1f} GiB available" in line
+
+
+@pytest.mark.parametrize("option", ["--json", "--plot"])
+def test_bench_output_paths_are_checked_before_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str
+) -> None:
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("")
+    cases = {
+        str(tmp_path / "missing" / "out"): "does not exist",
+        str(tmp_path): "is a directory",
+        str(a_file / "out"): "is not a directory",
+    }
+    for path, fragment in cases.items():
+        line = usage_error(capsys, ["bench", "overhead", option, path])
+        assert f"argument {option}: " in line
+        assert fragment in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+def test_trace_output_path_is_checked_before_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    line = usage_error(capsys, ["trace", "--out", str(tmp_path / "no-dir" / "t.json")])
+    assert "argument --out: cannot write" in line
+    assert "does not exist" in line
+
+
+def test_json_and_plot_may_not_name_the_same_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    same = str(tmp_path / "out")
+    line = usage_error(capsys, ["bench", "--json", same, "--plot", same])
+    assert "--json and --plot name the same file" in line
+
+
+def test_bench_json_dash_writes_only_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "launch", "--quick", "--loop", "asyncio", "--scale", "0.02", "--json", "-"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    results = json.loads(captured.out)
+    assert list(results["benchmarks"]) == ["launch"]
+    assert "== launch" in captured.err  # the table moves to stderr
+    assert "wrote the results to standard output" in captured.err
+    assert not Path("-").exists()
+
+
+def test_trace_out_dash_writes_the_trace_to_stdout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["trace", "--items", "2", "--out", "-"]) == 0
+    captured = capsys.readouterr()
+    trace = json.loads(captured.out)
+    assert any(event["ph"] == "X" for event in trace["traceEvents"])
+    assert "to standard output" in captured.err
+    assert list(tmp_path.iterdir()) == []  # no file called '-'
+
+
+@pytest.fixture
+def no_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "acl", None)
+    monkeypatch.delenv("ACLASYNC_BACKEND", raising=False)
+
+
+@pytest.mark.usefixtures("no_native")
+@pytest.mark.parametrize("value", ["sim", "SIM", "  Sim\t", "sIm "])
+def test_every_subcommand_accepts_the_simulator_in_any_case(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    value: str,
+) -> None:
+    monkeypatch.setenv("ACLASYNC_BACKEND", value)
+    assert main(["info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["backend_reason"] == "from $ACLASYNC_BACKEND"
+    assert main(["demo", "--devices", "1", "--items", "2", "--kernel-us", "10"]) == 0
+    assert "verified 2/2" in capsys.readouterr().out
+    assert main(["trace", "--devices", "1", "--items", "1", "--out", str(tmp_path / "t")]) == 0
+    capsys.readouterr()
+    argv = ["bench", "launch", "--quick", "--loop", "trio", "--scale", "0.02"]
+    assert main(argv) == 0
+    assert "== launch" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("no_native")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--items", "2"],
+        ["trace", "--items", "2"],
+        ["bench", "launch", "--quick"],
+    ],
+)
+@pytest.mark.parametrize("value", ["native", " NATIVE "])
+def test_simulated_subcommands_refuse_the_native_backend_clearly(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    value: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ACLASYNC_BACKEND", value)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"aclasync: error: aclasync {argv[0]} runs simulated kernels")
+    assert "unset ACLASYNC_BACKEND or set it to 'sim'" in lines[0]
+    assert list(tmp_path.iterdir()) == []  # trace wrote nothing
+
+
+@pytest.mark.usefixtures("no_native")
+@pytest.mark.parametrize("argv", [["info"], ["demo"], ["trace"], ["bench", "launch"]])
+def test_an_unknown_backend_name_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.setenv("ACLASYNC_BACKEND", "gpu")
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert "ACLASYNC_BACKEND='gpu': expected 'sim' or 'native'" in lines[0]
+
+
+@pytest.mark.usefixtures("no_native")
+@pytest.mark.anyio
+@pytest.mark.parametrize("value", ["SIM", " sim ", "Sim\n"])
+async def test_open_device_reads_the_variable_in_any_case(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("ACLASYNC_BACKEND", value)
+    async with aclasync.open_device(0) as dev:
+        assert dev.backend_name == "sim"
+
+
+@pytest.mark.usefixtures("no_native")
+@pytest.mark.anyio
+async def test_open_device_without_the_variable_still_refuses_to_guess() -> None:
+    assert "ACLASYNC_BACKEND" not in os.environ
+    with pytest.raises(aclasync.BackendUnavailableError, match="ACLASYNC_BACKEND=sim"):
+        async with aclasync.open_device(0):
+            pytest.fail("opened a device with no backend chosen")  # pragma: no cover
+    await anyio.lowlevel.checkpoint()

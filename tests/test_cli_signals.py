@@ -1,0 +1,204 @@
+"""Ctrl-C and closed pipes: the command line ends quietly, with the documented status.
+
+Subprocess tests send a real SIGINT once the run has shown a progress line (no sleeps);
+in-process tests send one to this process once the devices' threads exist, then check
+that every aclasync thread has gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aclasync._cli import main
+from aclasync.testing import assert_no_leaked_threads
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Generous: a run that ignores Ctrl-C would take minutes; the CLI's own limit is 4 s.
+EXIT_TIMEOUT_S = 30
+
+pytestmark = pytest.mark.slow
+
+
+def cli_env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("ACLASYNC_BACKEND", None)
+    env.pop("ACLASYNC_DEBUG", None)
+    return env
+
+
+def interrupt_after(marker: str, *args: str) -> tuple[int, str, str]:
+    """Start ``python -m aclasync ARGS``, SIGINT it once stderr shows *marker*.
+
+    Returns the exit status, the stderr after the marker line and the stdout.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aclasync", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+    )
+    try:
+        assert process.stderr is not None
+        seen = []
+        for line in process.stderr:
+            seen.append(line)
+            if marker in line:
+                break
+        else:
+            pytest.fail(f"the run ended before showing {marker!r}: {''.join(seen)}")
+        process.send_signal(signal.SIGINT)
+        out, rest = process.communicate(timeout=EXIT_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return process.returncode, rest, out
+
+
+def assert_interrupted(status: int, err: str) -> None:
+    # Only this line: no traceback, no "still running" thread, no watchdog exit.
+    assert status == 130, err
+    assert err.splitlines()[-1:] == ["aclasync: interrupted"], err
+    assert "Traceback" not in err
+    assert "still running" not in err
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop", "trio"])
+def test_ctrl_c_ends_the_demo(loop: str) -> None:
+    status, err, _ = interrupt_after("items/s", "demo", "--items", "4000", "--loop", loop)
+    assert_interrupted(status, err)
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_ctrl_c_ends_bench_scale_with_its_gate_shut(loop: str) -> None:
+    # The progress line comes right after the gate kernels are queued: the waiters'
+    # streams are still blocked behind them when the signal arrives.
+    status, err, out = interrupt_after(
+        "the gate is shut", "bench", "scale", "--quick", "--loop", loop
+    )
+    assert_interrupted(status, err)
+    assert out == ""  # no table for an interrupted run
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_ctrl_c_ends_the_raw_level_of_sync_modes(loop: str) -> None:
+    # The raw level runs on a plain thread, outside any event loop.
+    status, err, _ = interrupt_after("[raw]", "bench", "sync-modes", "--loop", loop)
+    assert_interrupted(status, err)
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_ctrl_c_ends_trace_and_writes_nothing(loop: str, tmp_path: Path) -> None:
+    out_file = tmp_path / "trace.json"
+    status, err, _ = interrupt_after(
+        "items/s", "trace", "--items", "4000", "--loop", loop, "--out", str(out_file)
+    )
+    assert_interrupted(status, err)
+    assert not out_file.exists()
+
+
+def test_ctrl_c_during_info_is_reported_as_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # info has no loop and returns at once on the simulator: the signal is sent from
+    # inside its query, where Python's own handler turns it into KeyboardInterrupt.
+    from aclasync._cli import _info
+
+    def interrupted_query(requested: str | None) -> dict[str, object]:
+        os.kill(os.getpid(), signal.SIGINT)
+        raise AssertionError("SIGINT did not interrupt")  # pragma: no cover
+
+    monkeypatch.setattr(_info, "collect_info", interrupted_query)
+    assert main(["info", "--backend", "sim"]) == 130
+    captured = capsys.readouterr()
+    assert captured.err == "aclasync: interrupted\n"
+    assert captured.out == ""
+
+
+@pytest.fixture
+def sigint_guard() -> Iterator[None]:
+    """Restore this process's SIGINT handler, whatever the test did with it."""
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def aclasync_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(("aclasync", "acl-"))]
+
+
+@pytest.mark.usefixtures("sigint_guard")
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_ctrl_c_leaves_no_aclasync_thread_behind(
+    loop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_no_leaked_threads()
+    sent = threading.Event()
+    stop = threading.Event()
+
+    def interrupt_once_devices_run() -> None:
+        # The device workers exist only inside the run, after its SIGINT receiver is set.
+        while not stop.is_set():
+            if sum(name.startswith("aclasync-device") for name in aclasync_threads()) == 4:
+                os.kill(os.getpid(), signal.SIGINT)
+                sent.set()
+                return
+            stop.wait(0.001)
+
+    watcher = threading.Thread(target=interrupt_once_devices_run)
+    watcher.start()
+    try:
+        status = main(["demo", "--items", "1000000", "--kernel-us", "1000", "--loop", loop])
+    finally:
+        stop.set()
+        watcher.join()
+    assert sent.is_set()
+    assert status == 130
+    assert capsys.readouterr().err.splitlines()[-1] == "aclasync: interrupted"
+    assert_no_leaked_threads(timeout=0)  # main joined them before it returned
+
+
+def run_into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with a stdout whose reader has already gone away."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "aclasync", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+            timeout=EXIT_TIMEOUT_S,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("info", "--json"),
+        ("info",),
+        ("demo", "--items", "4", "--kernel-us", "100"),
+        ("trace", "--items", "2", "--out", "-"),
+    ],
+    ids=["info-json", "info", "demo", "trace-stdout"],
+)
+def test_a_closed_pipe_ends_the_run_quietly_with_141(args: tuple[str, ...]) -> None:
+    done = run_into_closed_pipe(*args)
+    assert done.returncode == 141
+    lines = done.stderr.splitlines()
+    assert not [line for line in lines if "rror" in line or "Traceback" in line], done.stderr
