@@ -37,7 +37,7 @@ class Util:
         self._errors: dict[int, list[str]] = {}
         self._dtypes: dict[int, np.dtype[Any]] = {}
 
-    @parsed("acl.util.bytes_to_ptr", "O")
+    @parsed("acl.util.bytes_to_ptr", "O", records=False)
     def bytes_to_ptr(self, data: bytes, /) -> int:
         """Return the address of the buffer of *data* (a ``bytes`` object; not kept alive)."""
         if not isinstance(data, bytes):
@@ -45,7 +45,7 @@ class Util:
         address = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
         return int(address or 0)
 
-    @parsed("acl.util.ptr_to_bytes", "kk")
+    @parsed("acl.util.ptr_to_bytes", "kk", records=False)
     def ptr_to_bytes(self, ptr: int, size: int, /) -> bytes:
         """Return a copy of *size* bytes of host memory at *ptr*."""
         view = host_view(ptr, size, write=False) if size >= 0 else None
@@ -53,14 +53,14 @@ class Util:
             raise ValueError("convert c pointer to bytes failed")
         return bytes(view)
 
-    @parsed("acl.util.numpy_to_ptr", "O")
+    @parsed("acl.util.numpy_to_ptr", "O", records=False)
     def numpy_to_ptr(self, array: np.ndarray[Any, Any], /) -> int:
         """Return the address of *array*'s data (its first element; no copy, not kept alive)."""
         if not isinstance(array, np.ndarray):
             raise ValueError("needs an ndarray as argument")
         return int(array.__array_interface__["data"][0])
 
-    @parsed("acl.util.numpy_contiguous_to_ptr", "O")
+    @parsed("acl.util.numpy_contiguous_to_ptr", "O", records=False)
     def numpy_contiguous_to_ptr(
         self, array: np.ndarray[Any, Any], /
     ) -> tuple[int, np.ndarray[Any, Any]]:
@@ -73,7 +73,7 @@ class Util:
         contiguous = np.ascontiguousarray(array)
         return int(contiguous.__array_interface__["data"][0]), contiguous
 
-    @parsed("acl.util.ptr_to_numpy", "kOi")
+    @parsed("acl.util.ptr_to_numpy", "kOi", records=False)
     def ptr_to_numpy(self, ptr: int, shape: tuple[int, ...], npy_type: int, /) -> Any:
         """Return a writable array viewing host memory at *ptr* (no copy).
 
@@ -115,7 +115,7 @@ class Util:
             self._threads[thread.ident] = thread
         return thread.ident, 0
 
-    @parsed("acl.util.stop_thread", "K")
+    @parsed("acl.util.stop_thread", "K", records=False)
     def stop_thread(self, thread_id: int, /) -> int:
         """Join a thread from ``start_thread`` (it stops nothing: its function must return).
 

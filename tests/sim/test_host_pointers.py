@@ -189,3 +189,16 @@ def test_dvpp_memory_is_device_memory(dev0, check):
     check(dev0.media.dvpp_free(dvpp))
     check(dev0.media.dvpp_free(dvpp), ErrorCode.ACL_ERROR_RT_MEMORY_FREE)
     check(dev0.media.dvpp_malloc(0), ErrorCode.ACL_ERROR_INVALID_PARAM)
+
+
+def test_pointer_conversions_leave_no_last_error(dev0):
+    # The acl.util conversions return addresses, not ret codes: a client that checks
+    # acl.rt.get_last_error after them must see none (they are not ACL calls).
+    rt = dev0.rt
+    assert rt.get_last_error(0) == 0
+    keep = b"\x01" * 64
+    assert dev0.util.bytes_to_ptr(keep) != 0
+    assert dev0.util.numpy_to_ptr(np.zeros(8)) != 0
+    dev0.util.numpy_contiguous_to_ptr(np.zeros((4, 4))[:, 1])
+    assert rt.peek_at_last_error(0) == 0
+    assert dev0.get_recent_err_msg() is None
