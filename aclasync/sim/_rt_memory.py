@@ -6,11 +6,11 @@ import time
 
 from ._args import parsed
 from ._calls import CallGroup
-from ._core import check_ints, wait_for_tasks
+from ._core import Core, check_ints, wait_for_tasks
 from ._objects import SimStream, Task
 from ._rc import RC
 
-__all__ = ["MemoryCalls"]
+__all__ = ["MemoryCalls", "allocate_device_memory", "free_device_memory"]
 
 _MEMCPY_KIND_MAX = 7
 
@@ -21,29 +21,14 @@ class MemoryCalls(CallGroup):
     @parsed("acl.rt.malloc", "ki")
     def malloc(self, size: int, policy: int, /) -> tuple[int, int]:
         check_ints("malloc", size, policy)
-        ctx = self._core.context
-        if ctx is None:
-            return 0, RC.CONTEXT_NULL
-        if size <= 0:
-            return 0, RC.INVALID_PARAM
-        with self._core.lock:
-            address = ctx.device.memory.allocate(size)
-        if address is None:
-            return 0, RC.MEMORY_ALLOCATION
-        return address, RC.OK
+        return allocate_device_memory(self._core, size)
 
     @parsed("acl.rt.free", "k")
     def free(self, dev_ptr: int, /) -> int:
         check_ints("free", dev_ptr)
-        if dev_ptr == 0:
-            return RC.INVALID_PARAM
-        if self._core.context is None:
+        if dev_ptr != 0 and self._core.context is None:
             return RC.CONTEXT_NULL
-        with self._core.lock:
-            for device in self._core.devices:
-                if device.memory.contains(dev_ptr):
-                    return RC.OK if device.memory.release(dev_ptr) else RC.MEMORY_FREE
-        return RC.MEMORY_FREE
+        return free_device_memory(self._core, dev_ptr)
 
     @parsed("acl.rt.malloc_host", "k")
     def malloc_host(self, size: int, /) -> tuple[int, int]:
@@ -172,3 +157,28 @@ class MemoryCalls(CallGroup):
         if target is None:
             return None, RC.PARAM_INVALID
         return target, RC.OK
+
+
+def allocate_device_memory(core: Core, size: int) -> tuple[int, int]:
+    """Allocate *size* bytes on the current context's device: ``(dev_ptr, ret)``."""
+    ctx = core.context
+    if ctx is None:
+        return 0, RC.CONTEXT_NULL
+    if size <= 0:
+        return 0, RC.INVALID_PARAM
+    with core.lock:
+        address = ctx.device.memory.allocate(size)
+    if address is None:
+        return 0, RC.MEMORY_ALLOCATION
+    return address, RC.OK
+
+
+def free_device_memory(core: Core, dev_ptr: int) -> int:
+    """Free the device block starting at *dev_ptr*, on whichever device holds it."""
+    if dev_ptr == 0:
+        return RC.INVALID_PARAM
+    with core.lock:
+        for device in core.devices:
+            if device.memory.contains(dev_ptr):
+                return RC.OK if device.memory.release(dev_ptr) else RC.MEMORY_FREE
+    return RC.MEMORY_FREE

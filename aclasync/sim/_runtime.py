@@ -24,7 +24,7 @@ from ._rt_control import ControlCalls
 from ._rt_device import DeviceCalls
 from ._rt_event import EventCalls
 from ._rt_info import DeviceInfoCalls
-from ._rt_memory import MemoryCalls
+from ._rt_memory import MemoryCalls, allocate_device_memory, free_device_memory
 from ._rt_memory_more import MoreMemoryCalls
 from ._rt_notify import NotifyCalls
 from ._rt_stream import StreamCalls
@@ -179,25 +179,12 @@ class Media(CallGroup):
     @parsed("acl.media.dvpp_malloc", "k")
     def dvpp_malloc(self, size: int, /) -> tuple[int, int]:
         """Allocate device memory for DVPP: ``(dev_ptr, ret)``, as ``acl.rt.malloc``."""
-        ctx = self._core.context
-        if ctx is None:
-            return 0, RC.CONTEXT_NULL
-        if size <= 0:
-            return 0, RC.INVALID_PARAM
-        with self._core.lock:
-            address = ctx.device.memory.allocate(size)
-        return (0, RC.MEMORY_ALLOCATION) if address is None else (address, RC.OK)
+        return allocate_device_memory(self._core, size)
 
     @parsed("acl.media.dvpp_free", "k")
     def dvpp_free(self, dev_ptr: int, /) -> int:
         """Free ``dvpp_malloc`` memory; the codes of ``acl.rt.free``."""
-        if dev_ptr == 0:
-            return RC.INVALID_PARAM
-        with self._core.lock:
-            for device in self._core.devices:
-                if device.memory.contains(dev_ptr):
-                    return RC.OK if device.memory.release(dev_ptr) else RC.MEMORY_FREE
-        return RC.MEMORY_FREE
+        return free_device_memory(self._core, dev_ptr)
 
 
 class SimAcl(DataBufferCalls):
