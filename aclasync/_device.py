@@ -98,7 +98,10 @@ class Device(AsyncResource):
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - callable objects too
         ):
-            raise TypeError("call() runs fn on the worker thread: pass a plain function, not async")
+            raise TypeError(
+                "call() runs fn on the worker thread: pass a plain function, "
+                "not a coroutine function (async def)"
+            )
         return await self._state.roundtrip(lambda: fn(*args))
 
     async def alloc(self, nbytes: int) -> DeviceBuffer:

@@ -385,7 +385,6 @@ class DeviceWorker:
         """
         if lane.closed:
             return
-        lane.closed = True
         rt = self._rt
         self._sweep_lane(lane)
         if force:
@@ -399,6 +398,7 @@ class DeviceWorker:
             self._sweep_lane(lane)
             ret, api = rt.destroy_stream(lane.handle), "acl.rt.destroy_stream"
             self._fail_watches(lane, "the stream was closed")
+        lane.closed = True
         self._waiting.pop(lane.handle, None)
         del self._lanes[lane.handle]
         if lane.overflow_buffer:

@@ -160,3 +160,53 @@ class RecordingAcl(ProxyAcl):
     def named(self, name: str) -> list[tuple[Any, ...]]:
         """The argument tuples of every recorded call to ``acl.rt.<name>``."""
         return [args for call, args, _ in self.calls if call == name]
+
+
+def live_objects(runtime: Any) -> dict[str, int]:
+    """What a simulated runtime holds now: ``acl.sim.live_objects()`` as a plain dict.
+
+    Keys: ``streams``, ``events``, ``contexts``, ``memory_regions``, ``device_refs``
+    and ``threads`` (the simulator's own count; see docs/simulator.md).
+    """
+    return dict(runtime.sim.live_objects())
+
+
+class Gate:
+    """A kernel body that blocks until ``open()``: holds a stream without racing time.
+
+    ``kernel()`` returns a ``Kernel`` whose ``fn`` waits on the gate (at most
+    *limit* seconds, so a failing test cannot wedge a simulator thread for ever);
+    ``started`` is set once such a kernel body runs on the device.
+    """
+
+    def __init__(self, limit: float = 20.0) -> None:
+        self._event = threading.Event()
+        self.started = threading.Event()
+        self._limit = limit
+
+    def kernel(self, **kwargs: Any) -> Any:
+        from aclasync.sim import Kernel
+
+        def body() -> None:
+            self.started.set()
+            self._event.wait(self._limit)
+
+        return Kernel(fn=body, **kwargs)
+
+    def open(self) -> None:
+        self._event.set()
+
+
+def failing_call(code: int) -> Callable[..., int]:
+    """A stream-last call for ``Stream.launch`` that returns the ACL status *code*."""
+
+    def call(*_args: Any) -> int:
+        return code
+
+    call.__name__ = f"fails_with_{code}"
+    return call
+
+
+async def worker_caught_up(dev: Any) -> None:
+    """Return once the device worker has run every job submitted before this call."""
+    await dev.call(lambda: None)
