@@ -27,7 +27,7 @@ from anyio.lowlevel import RunVar
 __all__ = ["EXPIRED", "WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
 
 #: Waiters resumed per loop iteration; the rest wait for the next iteration.
-WAKE_BATCH = 256
+WAKE_BATCH = 64
 
 _delivery: RunVar[Delivery] = RunVar("aclasync_delivery")
 

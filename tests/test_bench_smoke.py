@@ -82,4 +82,15 @@ def test_rejects_unknown_names() -> None:
 
 
 def test_registry_names_the_documented_benchmarks() -> None:
-    assert list(BENCHMARKS) == ["overhead", "launch", "sync-modes", "scale", "pipeline"]
+    assert list(BENCHMARKS) == ["overhead", "launch", "sync-modes", "scale", "pipeline", "soak"]
+
+
+def test_soak_runs_for_the_given_seconds_without_unexpected_errors() -> None:
+    results = run(["soak"], loops=["asyncio"], progress=lambda line: None, seconds=0.5)
+    (row,) = results["benchmarks"]["soak"]["rows"]
+    assert 0.5 <= row["seconds"] < 30
+    assert row["operations"] > 0
+    assert row["unexpected_errors"] == 0, row["errors"]
+    assert row["threads_end"] == row["threads_start"]
+    with pytest.raises(ValueError, match="seconds"):
+        run(["soak"], seconds=0, progress=lambda line: None)

@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="multiply sample counts and sizes (e.g. 0.05 for a smoke run; default 1)",
     )
+    bench.add_argument("--seconds", type=float, help="run time per loop of timed benchmarks (soak)")
     bench.set_defaults(handler=_cmd_bench)
 
     trace = commands.add_parser("trace", help="write a Chrome/Perfetto timeline of a demo run")
@@ -131,6 +132,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         )
     if not args.scale > 0:
         raise CliError(f"--scale must be > 0, got {args.scale}", exit_code=2)
+    if args.seconds is not None and not args.seconds > 0:
+        raise CliError(f"--seconds must be > 0, got {args.seconds}", exit_code=2)
     results: dict[str, Any] = run(
         args.names,
         quick=args.quick,
@@ -138,6 +141,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         json_path=args.json,
         plot_path=args.plot,
         scale=args.scale,
+        seconds=args.seconds,
     )
     print(format_table(results))
     return 0

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _launch, _overhead, _pipeline, _scale, _sync_modes
+from . import _launch, _overhead, _pipeline, _scale, _soak, _sync_modes
 from ._common import LOOPS, BenchConfig, Progress, Skip, loop_unavailable
 from ._report import describe_machine, plot, write_json
 
@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark("sync-modes", "default vs FAST_SYNC: wake-up latency and CPU", _sync_modes.run),
         Benchmark("scale", "thousands of waiters over 8 devices: threads, memory", _scale.run),
         Benchmark("pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run),
+        Benchmark("soak", "mixed load on 4 devices: RSS, threads, stalls, errors", _soak.run),
     )
 }
 
@@ -54,6 +55,7 @@ def run(
     plot_path: str | os.PathLike[str] | None = None,
     progress: Progress = stderr_progress,
     scale: float = 1.0,
+    seconds: float | None = None,
 ) -> dict[str, Any]:
     """Run benchmarks and return their results; blocks for seconds to minutes.
 
@@ -75,6 +77,8 @@ def run(
         Called with one line per step; by default printed to stderr and flushed.
     scale:
         Multiplies every sample count and size (for smoke tests: e.g. ``0.05``).
+    seconds:
+        Run time per loop of timed benchmarks (``soak``); ``None``: their default.
 
     Returns
     -------
@@ -93,7 +97,9 @@ def run(
         progress(f"loop {loop} skipped: {reason}")
     if not wanted:
         raise RuntimeError("none of the requested event loops is available")
-    cfg = BenchConfig(quick=quick, loops=wanted, progress=progress, scale=scale)
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"seconds must be > 0, got {seconds!r}")
+    cfg = BenchConfig(quick=quick, loops=wanted, progress=progress, scale=scale, seconds=seconds)
     started = time.perf_counter()
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     machine = describe_machine()
