@@ -31,6 +31,7 @@ A *failure* is a non-zero status (or an exception) from a call queued with
 from __future__ import annotations
 
 import functools
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -358,8 +359,9 @@ class DeviceState:
                         errors.extend(await waiter.wait())
                     except anyio.BrokenResourceError as exc:  # it died tearing down
                         errors.append(exc)
-                # The thread ends right after answering the stop: a short join.
-                worker.thread.join()
+                    await _join(worker.thread)
+                # After a death the thread releases what it can (reset_device waits
+                # for work still running) and ends by itself: nobody waits for it.
                 queues = [lane.errors for lane in self._lanes]
                 errors[:0] = self._take_all([*queues, worker.orphan_errors])
                 self._lanes.clear()
@@ -368,3 +370,10 @@ class DeviceState:
         finally:
             done.set()
         await self._finish_close(errors, propagating)
+
+
+async def _join(thread: threading.Thread) -> None:
+    """Join a worker that has answered its stop without blocking the event loop."""
+    thread.join(0.005)  # its last act was that answer: it ends at once
+    while thread.is_alive():  # noqa: ASYNC110 - a thread's end is not awaitable
+        await anyio.sleep(0.001)

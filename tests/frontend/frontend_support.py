@@ -1,10 +1,9 @@
-"""Helpers shared by the front-end tests: clocks, thread checks and backend proxies."""
+"""Helpers shared by the front-end tests: gates, thread checks, backend proxies, leak counts."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -35,19 +34,6 @@ async def opened(backend: Any, device_id: int = 0, limit: float = 10.0) -> Async
 def ms(value: float) -> float:
     """Milliseconds, as the microseconds ``Kernel(duration_us=...)`` takes."""
     return value * 1000.0
-
-
-class Clock:
-    """Seconds elapsed since construction (or the last ``restart``)."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-
-    def restart(self) -> None:
-        self.start = time.monotonic()
-
-    def __call__(self) -> float:
-        return time.monotonic() - self.start
 
 
 class Log:
