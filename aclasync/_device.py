@@ -34,7 +34,7 @@ class Device(AsyncResource):
     def __init__(self, acl: Any, backend_name: str, device_id: int, options: WorkerOptions):
         self._backend_name = backend_name
         self._state = DeviceState(acl, device_id, options)
-        self._default_stream = Stream._create(self, self._state.default_lane, 0, 0)
+        self._default_stream = Stream._create(self, self._state, self._state.default_lane, 0, 0)
 
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
@@ -180,13 +180,13 @@ class StreamCreation:
         tb: TracebackType | None,
     ) -> None:
         if self._stream is not None:
-            await self._stream._close(force=False, propagating=exc)
+            await self._stream.__aexit__(exc_type, exc, tb)
 
     async def _create(self) -> Stream:
         device = self._device
         fast_sync = bool(self._flags & StreamFlag.FAST_SYNC)
         lane = await device._state.create_stream(self._priority, self._flags, fast_sync)
-        return Stream._create(device, lane, self._flags, self._priority)
+        return Stream._create(device, device._state, lane, self._flags, self._priority)
 
 
 class _DeviceOpener:

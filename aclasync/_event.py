@@ -12,6 +12,8 @@ from ._factory import AsyncResource
 from ._waits import check_timeout
 
 if TYPE_CHECKING:
+    from ._device_state import DeviceState
+    from ._lanes import Lane
     from ._stream import Stream
 
 __all__ = ["Event"]
@@ -28,10 +30,12 @@ class Event(AsyncResource):
     still pending on it raise ``anyio.ClosedResourceError``.
     """
 
-    def __init__(self, stream: Stream, handle: int, seq: int, timing: bool) -> None:
+    def __init__(
+        self, stream: Stream, state: DeviceState, lane: Lane, handle: int, seq: int, timing: bool
+    ) -> None:
         self._stream = stream
-        self._state = stream._state
-        self._lane = stream._lane
+        self._state = state
+        self._lane = lane
         self._handle = handle
         self._seq = seq
         self._timing = timing
@@ -96,12 +100,12 @@ class Event(AsyncResource):
         """
         if not isinstance(end, Event):
             raise TypeError(f"end must be an aclasync.Event, got {type(end).__name__}")
-        if not (self._timing and end._timing):
+        if not (self._timing and end.timing):
             raise ValueError("elapsed_time needs two events recorded with timing=True")
         await self.synchronize()
         await end.synchronize()
         rt = self._state.acl.rt
-        start_handle, end_handle = self._handle, end._handle
+        start_handle, end_handle = self._handle, end.handle
         ms, ret = await self._state.roundtrip(
             lambda: rt.event_elapsed_time(start_handle, end_handle)
         )

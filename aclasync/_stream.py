@@ -20,6 +20,7 @@ from ._waits import check_bool, check_timeout
 
 if TYPE_CHECKING:
     from ._device import Device
+    from ._device_state import DeviceState
 
 __all__ = ["Stream"]
 
@@ -43,9 +44,11 @@ class Stream(AsyncResource):
     consumes it, and ``aclose`` raises whatever is left (see the README, "Errors").
     """
 
-    def __init__(self, device: Device, lane: Lane, flags: int, priority: int) -> None:
+    def __init__(
+        self, device: Device, state: DeviceState, lane: Lane, flags: int, priority: int
+    ) -> None:
         self._device = device
-        self._state = device._state
+        self._state = state
         self._lane = lane
         self._flags = StreamFlag(flags & (StreamFlag.FAST_LAUNCH | StreamFlag.FAST_SYNC))
         self._priority = priority
@@ -125,7 +128,8 @@ class Stream(AsyncResource):
         """
         if not isinstance(event, Event):
             raise TypeError(f"wait_event() needs an aclasync.Event, got {type(event).__name__}")
-        event._check_open()
+        if event.closed:
+            raise anyio.ClosedResourceError(f"{event!r} is closed")
         self._check_open()
         rt = self._device.acl.rt
         handle = event.handle
@@ -162,7 +166,7 @@ class Stream(AsyncResource):
         timing = check_bool(timing, "timing")
         self._check_open()
         handle, seq = await self._state.record(self._lane, timing)
-        return Event._create(self, handle, seq, timing)
+        return Event._create(self, self._state, self._lane, handle, seq, timing)
 
     async def query(self) -> bool:
         """Return True when all work queued on the stream has finished (non-blocking).

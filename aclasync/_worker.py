@@ -88,7 +88,8 @@ class DeviceWorker:
         self._fence_pool: list[int] = []
         self._event_pool: dict[bool, list[int]] = {False: [], True: []}
         self._events: dict[int, bool] = {}  # recorded events the user holds: timing
-        self._memory: dict[int, str] = {}  # address: the pyACL call that frees it
+        #: Address: the pyACL call that frees it, and that call's name for errors.
+        self._memory: dict[int, tuple[Callable[[int], int], str]] = {}
         self._thread = threading.Thread(
             target=self._main, name=f"aclasync-device{device_id}", daemon=True
         )
@@ -448,7 +449,10 @@ class DeviceWorker:
         else:
             ptr, ret = self._rt.malloc(nbytes, 0)
             self._check(ret, "acl.rt.malloc")
-        self._memory[int(ptr)] = "free_host" if host else "free"
+        rt = self._rt
+        self._memory[int(ptr)] = (
+            (rt.free_host, "acl.rt.free_host") if host else (rt.free, "acl.rt.free")
+        )
         return int(ptr)
 
     def free(self, ptr: int) -> None:
@@ -464,11 +468,12 @@ class DeviceWorker:
         return lane.overflow_buffer
 
     def _release_memory(self, ptr: int, lane: Lane | None) -> AclError | None:
-        api = self._memory.pop(ptr, None)
-        if api is None:
+        owned = self._memory.pop(ptr, None)
+        if owned is None:
             return None
-        ret = getattr(self._rt, api)(ptr)
-        return self._error(ret, f"acl.rt.{api}", lane) if ret else None
+        free, api = owned
+        ret = free(ptr)
+        return self._error(ret, api, lane) if ret else None
 
     def _teardown(self) -> list[BaseException]:
         """At stop: let the work finish, collect failures, release everything, reset.
@@ -599,8 +604,8 @@ class DeviceWorker:
         pooled = [e for pool in self._event_pool.values() for e in pool]
         for event in (*pooled, *self._events, *self._fence_pool):
             releases.append(functools.partial(rt.destroy_event, event))
-        for ptr, api in self._memory.items():
-            releases.append(functools.partial(getattr(rt, api), ptr))
+        for ptr, (free, _) in self._memory.items():
+            releases.append(functools.partial(free, ptr))
         for handle in self._lanes:
             if handle:
                 releases.append(functools.partial(rt.destroy_stream_force, handle))
