@@ -294,6 +294,9 @@ class DeviceWorker:
             self._park(lane, watch, waiter)
 
     def _park(self, lane: Lane, watch: Watch, waiter: Waiter) -> None:
+        if waiter.expired:  # its timeout ran out before this first look
+            self._resolve(waiter, EXPIRED)
+            return
         watch.add(waiter)
         self._waiting[lane.handle] = lane
 
