@@ -31,6 +31,7 @@ import anyio
 import outcome
 
 from ._errors import AclError, DeviceBrokenError
+from ._handles import Handles
 from ._lanes import Lane, Watch
 from ._loop import EXPIRED, Delivery, Waiter
 from ._options import WorkerOptions
@@ -83,13 +84,8 @@ class DeviceWorker:
         self._error_seq = itertools.count()
         self._waiting: dict[int, Lane] = {}
         self._ready: dict[Delivery, list[Waiter]] = {}
-        # Runtime handles the device owns: the worker's alone.
-        self._lanes: dict[int, Lane] = {0: self.default_lane}
-        self._fence_pool: list[int] = []
-        self._event_pool: dict[bool, list[int]] = {False: [], True: []}
-        self._events: dict[int, bool] = {}  # recorded events the user holds: timing
-        #: Address: the pyACL call that frees it, and that call's name for errors.
-        self._memory: dict[int, tuple[Callable[[int], int], str]] = {}
+        #: Runtime handles the device owns: the worker's alone.
+        self.handles = Handles(self._rt, device_id, self.default_lane)
         self._thread = threading.Thread(
             target=self._main, name=f"aclasync-device{device_id}", daemon=True
         )
@@ -255,11 +251,11 @@ class DeviceWorker:
         elif waiter.expired:
             self._resolve(waiter, EXPIRED)
         else:
-            event, ret = (self._fence_pool.pop(), 0) if self._fence_pool else rt.create_event()
+            event, ret = self.handles.fence_event()
             if not ret:
                 ret = rt.record_event(event, lane.handle)
                 if ret:
-                    self._fence_pool.append(event)
+                    self.handles.fence_pool.append(event)
             if ret:
                 self._resolve(waiter, outcome.Error(self._error(ret, "acl.rt.record_event", lane)))
                 return
@@ -317,7 +313,7 @@ class DeviceWorker:
                 return
             del watches[0]
             if head.fence:
-                self._fence_pool.append(head.event)
+                self.handles.fence_pool.append(head.event)
             if ret:
                 failed = functools.partial(
                     self._error_outcome, ret, "acl.rt.query_event_status", lane
@@ -373,10 +369,7 @@ class DeviceWorker:
 
     def create_stream(self, priority: int, flags: int, fast_sync: bool) -> Lane:
         """Create a stream with ``create_stream_with_config``; the worker owns it."""
-        handle, ret = self._rt.create_stream_with_config(priority, flags)
-        self._check(ret, "acl.rt.create_stream_with_config")
-        lane = self._lanes[handle] = Lane(handle, fast_sync=fast_sync)
-        return lane
+        return self.handles.create_stream(priority, flags, fast_sync)
 
     def close_stream(self, lane: Lane, *, force: bool, reported: bool) -> None:
         """Destroy a stream after collecting its last failures.
@@ -404,79 +397,49 @@ class DeviceWorker:
             self._fail_watches(lane, "the stream was closed")
         lane.closed = True
         self._waiting.pop(lane.handle, None)
-        del self._lanes[lane.handle]
+        del self.handles.lanes[lane.handle]
         if lane.overflow_buffer:
-            self._release_memory(lane.overflow_buffer, lane)
+            self.handles.free(lane.overflow_buffer, lane)
         if ret:
             self._fail(lane, self._error(ret, api, lane))
         if not reported:
             self._orphan(lane)
 
     def record(self, lane: Lane, timing: bool) -> tuple[int, int]:
-        """Record an event (from the pool, refilled here) on *lane*: ``(handle, seq)``.
+        """Record an event on *lane*: ``(handle, seq)``.
 
-        A failed record raises its ``AclError`` and puts the event back in the pool:
-        nothing ever watches an event whose record failed.
+        A failed record raises its ``AclError`` and hands out no event: nothing ever
+        watches an event whose record failed.
         """
-        pool = self._event_pool[timing]
-        if pool:
-            event = pool.pop()
-        else:
-            event, ret = self._rt.create_event()
-            self._check(ret, "acl.rt.create_event", lane)
-        ret = self._rt.record_event(event, lane.handle)
-        if ret:
-            pool.append(event)
-            self._check(ret, "acl.rt.record_event", lane)
-        self._events[event] = timing
+        event = self.handles.record(lane, timing)
         lane.launches += 1
         return event, lane.next_seq()
 
     def forget_event(self, lane: Lane, event: int, seq: int) -> None:
         """Take back a closed event: fail its pending waits, return it to the pool."""
-        timing = self._events.pop(event, None)
-        if timing is None:
+        if not self.handles.give_back_event(event):
             return
         index = lane.find(seq)
         watches = lane.watches
         if index < len(watches) and watches[index].seq == seq and not watches[index].fence:
             watch = watches.pop(index)
             self._resolve_all(watch, _closed("the event was closed while this waited for it"))
-        self._event_pool[timing].append(event)
 
     def alloc(self, nbytes: int, *, host: bool) -> int:
         """Allocate device (``malloc``) or pinned host (``malloc_host``) memory."""
-        if host:
-            ptr, ret = self._rt.malloc_host(nbytes)
-            self._check(ret, "acl.rt.malloc_host")
-        else:
-            ptr, ret = self._rt.malloc(nbytes, 0)
-            self._check(ret, "acl.rt.malloc")
-        rt = self._rt
-        self._memory[int(ptr)] = (
-            (rt.free_host, "acl.rt.free_host") if host else (rt.free, "acl.rt.free")
-        )
-        return int(ptr)
+        return self.handles.alloc(nbytes, host=host)
 
     def free(self, ptr: int) -> None:
         """Free memory from ``alloc`` (raises ``AclError`` on failure)."""
-        error = self._release_memory(ptr, None)
+        error = self.handles.free(ptr)
         if error is not None:
             raise error
 
     def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
         """The stream's overflow-status buffer, allocated on first use."""
         if not lane.overflow_buffer:
-            lane.overflow_buffer = self.alloc(nbytes, host=False)
+            lane.overflow_buffer = self.handles.alloc(nbytes, host=False)
         return lane.overflow_buffer
-
-    def _release_memory(self, ptr: int, lane: Lane | None) -> AclError | None:
-        owned = self._memory.pop(ptr, None)
-        if owned is None:
-            return None
-        free, api = owned
-        ret = free(ptr)
-        return self._error(ret, api, lane) if ret else None
 
     def _teardown(self) -> list[BaseException]:
         """At stop: let the work finish, collect failures, release everything, reset.
@@ -487,36 +450,12 @@ class DeviceWorker:
         """
         if not self._device_set:
             return []
-        rt = self._rt
-        lanes = list(self._lanes.values())
-        for lane in lanes:
+        for lane in list(self.handles.lanes.values()):
             self._collect(lane)
             self._sweep_lane(lane)
             self._fail_watches(lane, "the device was closed")
         self._waiting.clear()
-        failures: list[BaseException] = []
-
-        def release(ret: int, api: str, lane: Lane | None = None) -> None:
-            if ret:
-                failures.append(self._error(ret, api, lane))
-
-        pooled = [e for pool in self._event_pool.values() for e in pool]
-        for event in (*pooled, *self._events, *self._fence_pool):
-            release(rt.destroy_event(event), "acl.rt.destroy_event")
-        self._event_pool = {False: [], True: []}
-        self._events.clear()
-        self._fence_pool.clear()
-        for ptr in list(self._memory):
-            error = self._release_memory(ptr, None)
-            if error is not None:
-                failures.append(error)
-        for lane in lanes:
-            if lane.handle:
-                release(rt.destroy_stream(lane.handle), "acl.rt.destroy_stream", lane)
-            lane.closed = True
-        self._lanes.clear()
-        release(rt.reset_device(self.device_id), "acl.rt.reset_device")
-        return failures
+        return list(self.handles.release_all(reset=True))
 
     # -- resolving waiters and recording failures ------------------------------------
 
@@ -539,20 +478,18 @@ class DeviceWorker:
             self.orphan_errors.append(lane.errors.popleft())
 
     def _error(self, code: int, api: str, lane: Lane | None = None) -> AclError:
-        stream = None if lane is None else lane.handle
-        return AclError.from_status(code, api, device=self.device_id, stream=stream)
+        return self.handles.error(code, api, lane)
 
     def _error_outcome(self, code: int, api: str, lane: Lane) -> outcome.Error:
         return outcome.Error(self._error(code, api, lane))
 
     def _check(self, ret: int, api: str, lane: Lane | None = None) -> None:
-        if ret:
-            raise self._error(ret, api, lane)
+        self.handles.check(ret, api, lane)
 
     def _fail_watches(self, lane: Lane, message: str) -> None:
         for watch in lane.watches:
             if watch.fence:
-                self._fence_pool.append(watch.event)
+                self.handles.fence_pool.append(watch.event)
             self._resolve_all(watch, _closed(message))
         lane.watches.clear()
 
@@ -586,7 +523,7 @@ class DeviceWorker:
         self.death = exc
         self._flush()  # results found before the death are still true
         waiters: list[Waiter] = []
-        for lane in self._lanes.values():
+        for lane in self.handles.lanes.values():
             for watch in lane.watches:
                 waiters.extend(watch.waiters)
             lane.watches.clear()
@@ -598,31 +535,7 @@ class DeviceWorker:
             if waiter.result is None and not waiter.abandoned:
                 self._resolve(waiter, outcome.Error(self.broken_error()))
         self._flush()
-        self._release_after_death()
-
-    def _release_after_death(self) -> None:
-        """Best effort: the device must not stay set with its objects after a death."""
-        rt = self._rt
-        releases: list[Callable[[], Any]] = []
-        pooled = [e for pool in self._event_pool.values() for e in pool]
-        for event in (*pooled, *self._events, *self._fence_pool):
-            releases.append(functools.partial(rt.destroy_event, event))
-        for ptr, (free, _) in self._memory.items():
-            releases.append(functools.partial(free, ptr))
-        for handle in self._lanes:
-            if handle:
-                releases.append(functools.partial(rt.destroy_stream_force, handle))
-        if self._device_set:
-            releases.append(lambda: rt.reset_device(self.device_id))
-        for release in releases:
-            try:  # noqa: SIM105 - keep releasing whatever one call does
-                release()
-            except Exception:
-                pass
-        self._memory.clear()
-        self._events.clear()
-        for lane in self._lanes.values():
-            lane.closed = True
+        self.handles.release_after_death(reset=self._device_set)
 
     def api_name(self, fn: Callable[..., Any]) -> str:
         """A readable ``acl.<namespace>.<call>`` name for a backend function."""
