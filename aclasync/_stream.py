@@ -94,8 +94,9 @@ class Stream(AsyncResource):
         """
         if not callable(fn):
             raise TypeError(f"launch() needs a callable, got {type(fn).__name__}")
-        self._check_open()
-        self._state.launch(self._lane, fn, args)
+        if self._closed:
+            raise anyio.ClosedResourceError(f"{self!r} is closed")
+        self._state.launch(self._lane, fn, args)  # checks the device is open
 
     def memcpy(
         self,
