@@ -136,7 +136,10 @@ class DeviceState:
         self.check_open()
         waiter = current_delivery().new_waiter()
         self.worker.fence(lane, waiter)
-        await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=False))
+        if timeout is None:
+            await waiter.wait()
+        else:
+            await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=False))
         self.report(lane)
 
     async def watch(
@@ -146,7 +149,10 @@ class DeviceState:
         self.check_open()
         waiter = current_delivery().new_waiter()
         self.worker.watch(lane, event, seq, waiter)
-        await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=True))
+        if timeout is None:
+            await waiter.wait()
+        else:
+            await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=True))
         self.report(lane)
 
     async def synchronize(self, timeout: float | None) -> None:

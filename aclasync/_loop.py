@@ -78,7 +78,11 @@ class Waiter:
         """
         try:
             if timeout is None:
-                await self._park()
+                # Inlined rather than a helper: a parked wait's frames are its memory.
+                if self.result is None:
+                    await self.delivery.park(self)
+                else:
+                    await anyio.lowlevel.checkpoint()
             else:
                 with anyio.move_on_after(timeout):
                     await self._park()
