@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import anyio
 
 from ._pyacl.codes import TIMEOUT_CODES, code_name
+
+if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
+    from exceptiongroup import ExceptionGroup
 
 __all__ = [
     "AclError",
@@ -15,6 +19,7 @@ __all__ = [
     "BackendUnavailableError",
     "DeviceBrokenError",
     "raise_for_status",
+    "report",
 ]
 
 
@@ -64,6 +69,14 @@ class AclError(AclasyncError):
             message += f": {detail}"
         super().__init__(message)
 
+    @classmethod
+    def from_status(
+        cls, code: int, api: str, *, device: int | None = None, stream: int | None = None
+    ) -> AclError:
+        """The exception for a non-zero status: ``AclTimeoutError`` for 507046/507047."""
+        kind = AclTimeoutError if code in TIMEOUT_CODES else AclError
+        return kind(code, api, device=device, stream=stream)
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from its fields (the default pickles only the message), so that the
         # error crosses process boundaries (Ray actors, multiprocessing) intact.
@@ -94,5 +107,25 @@ def raise_for_status(
 ) -> None:
     """Raise the exception for a non-zero ACL status *code*; do nothing for 0."""
     if code:
-        kind = AclTimeoutError if code in TIMEOUT_CODES else AclError
-        raise kind(code, api, device=device, stream=stream)
+        raise AclError.from_status(code, api, device=device, stream=stream)
+
+
+def report(errors: list[BaseException], propagating: BaseException | None = None) -> None:
+    """Raise failures found by a close, or attach them to an exception in flight.
+
+    One failure is raised as itself, several as an ``ExceptionGroup`` in the order
+    they were found. With *propagating* (the exception a close runs under, most often
+    a cancellation) nothing is raised: each failure becomes a note on it, so the
+    exception in flight is never replaced and no failure goes unmentioned.
+    """
+    if not errors:
+        return
+    if propagating is not None:
+        notes = propagating.__dict__.setdefault("__notes__", [])
+        for error in errors:  # what BaseException.add_note does (Python >= 3.11)
+            notes.append(f"aclasync: unreported failure found while closing: {error!r}")
+        return
+    if len(errors) == 1:
+        raise errors[0]
+    exceptions = [e if isinstance(e, Exception) else RuntimeError(repr(e)) for e in errors]
+    raise ExceptionGroup(f"{len(errors)} unreported failures found while closing", exceptions)

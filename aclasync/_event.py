@@ -9,10 +9,11 @@ import anyio.lowlevel
 
 from ._errors import raise_for_status
 from ._factory import AsyncResource
-from ._loop import current_delivery
-from ._waits import check_timeout, park, unpack_wait
+from ._waits import check_timeout
 
 if TYPE_CHECKING:
+    from ._device_state import DeviceState
+    from ._lanes import Lane
     from ._stream import Stream
 
 __all__ = ["Event"]
@@ -21,10 +22,20 @@ _RECORDED_COMPLETE = 1  # query_event_status: NOT_READY=0, COMPLETE=1
 
 
 class Event(AsyncResource):
-    """An event recorded on a stream by ``Stream.record_event()``."""
+    """An event recorded on a stream by ``Stream.record_event()``.
 
-    def __init__(self, stream: Stream, handle: int, seq: int, timing: bool) -> None:
+    An ``Event`` exists only for a record that succeeded. Its awaits are awaits on
+    its stream: after their own result they raise the stream's oldest unreported
+    failure, if any (see ``Stream``). Once closed it cannot be waited on, and waits
+    still pending on it raise ``anyio.ClosedResourceError``.
+    """
+
+    def __init__(
+        self, stream: Stream, state: DeviceState, lane: Lane, handle: int, seq: int, timing: bool
+    ) -> None:
         self._stream = stream
+        self._state = state
+        self._lane = lane
         self._handle = handle
         self._seq = seq
         self._timing = timing
@@ -49,26 +60,23 @@ class Event(AsyncResource):
         """Whether the event records timestamps (``record_event(timing=True)``)."""
         return self._timing
 
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._state.closed
+
     async def synchronize(self, timeout: float | None = None) -> None:
         """Wait until the work recorded before this event has finished.
 
-        ``timeout`` (seconds) expiry raises ``AclTimeoutError``; cancellation abandons
-        the wait only.
+        ``timeout`` (seconds) expiry raises ``AclTimeoutError``; ``timeout=0`` polls
+        once (a completed event succeeds). Cancellation abandons the wait only.
+        Closing the event meanwhile, or its stream with ``force=True``, makes the wait
+        raise ``anyio.ClosedResourceError``.
         """
         timeout = check_timeout(timeout)
         self._check_open()
-        device = self._stream.device
-        waiter = current_delivery().new_waiter()
-        device._worker.watch(self._stream._lane, self._handle, self._seq, waiter)
-        value = await park(
-            waiter,
-            timeout,
-            api="aclasync.Event.synchronize",
-            device=device.id,
-            stream=self._stream.handle,
-            event=True,
+        await self._state.watch(
+            self._lane, self._handle, self._seq, timeout, "aclasync.Event.synchronize"
         )
-        unpack_wait(value, device=device.id, stream=self._stream.handle)
 
     async def query(self) -> bool:
         """Return True once the recorded work has finished (non-blocking).
@@ -77,11 +85,11 @@ class Event(AsyncResource):
         still runs, in order, on the worker).
         """
         self._check_open()
-        device = self._stream.device
-        rt = device.acl.rt
+        rt = self._state.acl.rt
         handle = self._handle
-        status, ret = await device._roundtrip(lambda: rt.query_event_status(handle))
-        raise_for_status(ret, "acl.rt.query_event_status", device=device.id)
+        status, ret = await self._state.roundtrip(lambda: rt.query_event_status(handle))
+        raise_for_status(ret, "acl.rt.query_event_status", device=self._state.device_id)
+        self._state.report(self._lane)
         return bool(status == _RECORDED_COMPLETE)
 
     async def elapsed_time(self, end: Event) -> float:
@@ -92,34 +100,32 @@ class Event(AsyncResource):
         """
         if not isinstance(end, Event):
             raise TypeError(f"end must be an aclasync.Event, got {type(end).__name__}")
-        if not (self._timing and end._timing):
+        if not (self._timing and end.timing):
             raise ValueError("elapsed_time needs two events recorded with timing=True")
         await self.synchronize()
         await end.synchronize()
-        device = self._stream.device
-        rt = device.acl.rt
-        start_handle, end_handle = self._handle, end._handle
-        ms, ret = await device._roundtrip(lambda: rt.event_elapsed_time(start_handle, end_handle))
-        raise_for_status(ret, "acl.rt.event_elapsed_time", device=device.id)
+        rt = self._state.acl.rt
+        start_handle, end_handle = self._handle, end.handle
+        ms, ret = await self._state.roundtrip(
+            lambda: rt.event_elapsed_time(start_handle, end_handle)
+        )
+        raise_for_status(ret, "acl.rt.event_elapsed_time", device=self._state.device_id)
         return float(ms)
 
     async def aclose(self) -> None:
         """Release the event. Idempotent; never blocks.
 
         The handle goes back to the device's event pool for a later ``record_event``
-        (re-recording replaces what an event captures); the device destroys pooled
-        events when it closes. Only checkpoints, so cancellation cannot leave the
-        event half released.
+        (after the worker has failed the waits still pending on this event); the
+        device destroys pooled events when it closes. Only checkpoints, so
+        cancellation cannot leave the event half released.
         """
         if not self._closed:
             self._closed = True
-            device = self._stream.device
-            device._events.discard(self)
-            if not device.closed:
-                device._give_back_event(self._handle, self._timing)
+            self._state.forget_event(self._lane, self._handle, self._seq)
         await anyio.lowlevel.checkpoint()
 
     def _check_open(self) -> None:
         if self._closed:
             raise anyio.ClosedResourceError(f"{self!r} is closed")
-        self._stream.device._check_open()
+        self._state.check_open()

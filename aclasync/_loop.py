@@ -6,6 +6,10 @@ loop once per batch with the cheapest thread-safe primitive the loop offers
 (``call_soon_threadsafe`` on asyncio and uvloop, the trio token on trio) and resumes at
 most ``WAKE_BATCH`` waiters per loop iteration, so a flood of completions never
 stalls the loop.
+
+A ``Waiter`` is the one wait primitive of the front end: the worker stores an
+``outcome.Value`` or ``outcome.Error`` in it, and ``Waiter.wait`` owns the checkpoint,
+the ``timeout=`` and abandonment.
 """
 
 from __future__ import annotations
@@ -15,45 +19,105 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
+import anyio
+import anyio.lowlevel
+import outcome
 from anyio.lowlevel import RunVar
 
-__all__ = ["WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
+__all__ = ["EXPIRED", "WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
 
 #: Waiters resumed per loop iteration; the rest wait for the next iteration.
-WAKE_BATCH = 256
+WAKE_BATCH = 64
 
 _delivery: RunVar[Delivery] = RunVar("aclasync_delivery")
-#: Marks a trio waiter resumed before its coroutine parked (several waiters in flight).
-_RESOLVED = object()
+
+
+class _Expired(Exception):
+    """The worker's answer to a wait whose timeout ran out before it first looked."""
+
+
+#: The result a worker gives such a wait when the awaited work is not done yet.
+EXPIRED: outcome.Error = outcome.Error(_Expired())
 
 
 class Waiter:
-    """One parked coroutine: the worker sets ``value`` and hands it to its delivery."""
+    """One wait for a worker result.
 
-    __slots__ = ("_future", "_task", "abandoned", "delivery", "value")
+    The worker sets ``result`` (an ``outcome.Outcome``) and hands the waiter to its
+    delivery. ``seen`` is set by the worker when it first looks at the job and
+    ``expired`` by ``wait`` when its timeout ran out before that: the worker then
+    answers at once instead of parking the waiter, which is what lets ``timeout=0``
+    poll once, as pyACL's timed waits do. ``abandoned`` tells the worker that nobody
+    will read the result.
+    """
+
+    __slots__ = ("_future", "_task", "abandoned", "delivery", "expired", "result", "seen")
 
     def __init__(self, delivery: Delivery) -> None:
         self.delivery = delivery
-        self.value: Any = None
+        self.result: outcome.Outcome[Any] | None = None
         self.abandoned = False
+        self.seen = False
+        self.expired = False
         self._future: asyncio.Future[None] | None = None
         self._task: Any = None
 
+    async def wait(
+        self,
+        timeout: float | None = None,
+        *,
+        on_timeout: Callable[[], BaseException] | None = None,
+    ) -> Any:
+        """Wait for the worker's result and return it (or raise what it holds).
+
+        Always checkpoints. If *timeout* (seconds) runs out after the worker has
+        looked at the job, the wait is abandoned and ``on_timeout()`` is raised; if
+        it runs out before, the worker's first look decides (done: the result; not
+        done: ``on_timeout()``). Cancellation abandons the wait: whatever the worker
+        was doing carries on and its result is dropped.
+        """
+        try:
+            if timeout is None:
+                # Inlined rather than a helper: a parked wait's frames are its memory.
+                if self.result is None:
+                    await self.delivery.park(self)
+                else:
+                    await anyio.lowlevel.checkpoint()
+            else:
+                with anyio.move_on_after(timeout):
+                    await self._park()
+                if self.result is None:
+                    self.expired = True
+                    if self.seen:
+                        raise self._timed_out(on_timeout)
+                    await self._park()  # the worker answers at its first look
+        except BaseException:
+            self.abandoned = True
+            raise
+        result = self.result
+        assert result is not None
+        if result is EXPIRED:
+            self.abandoned = True
+            raise self._timed_out(on_timeout)
+        return result.unwrap()
+
+    def _timed_out(self, on_timeout: Callable[[], BaseException] | None) -> BaseException:
+        if on_timeout is None:
+            return TimeoutError("the wait timed out")
+        return on_timeout()
+
     def _trio_abort(self, _: object) -> Any:
-        # trio's abort callback: cancellation abandons the wait.
+        # trio's abort callback: a cancelled park leaves the waiter to ``wait``.
         import trio.lowlevel
 
-        self.abandoned = True
         self._task = None
         return trio.lowlevel.Abort.SUCCEEDED
 
-    async def wait(self) -> Any:
-        """Park until the worker resolves this waiter; return its value.
-
-        Cancellation abandons the wait only: the waiter is marked and dropped by the
-        worker, whatever it was waiting for carries on.
-        """
-        return await self.delivery.park(self)
+    async def _park(self) -> None:
+        if self.result is not None:
+            await anyio.lowlevel.checkpoint()
+        else:
+            await self.delivery.park(self)
 
 
 class Delivery:
@@ -83,10 +147,11 @@ class Delivery:
             self._signal(self._drain)
 
     def new_waiter(self) -> Waiter:
-        """A waiter to hand to a worker, then ``await waiter.wait()`` at once."""
+        """A waiter to hand to a worker, then ``await waiter.wait()``."""
         return Waiter(self)
 
-    async def park(self, waiter: Waiter) -> Any:
+    async def park(self, waiter: Waiter) -> None:
+        """Suspend until ``_resume(waiter)``; the caller checked ``waiter.result``."""
         raise NotImplementedError
 
     def _resume(self, waiter: Waiter) -> None:
@@ -98,19 +163,16 @@ class _AsyncioDelivery(Delivery):
         super().__init__(cast("Callable[[Callable[[], None]], None]", loop.call_soon_threadsafe))
         self._loop = loop
 
-    def new_waiter(self) -> Waiter:
-        waiter = Waiter(self)
-        waiter._future = self._loop.create_future()
-        return waiter
-
-    async def park(self, waiter: Waiter) -> Any:
-        assert waiter._future is not None
+    async def park(self, waiter: Waiter) -> None:
+        # A fresh future per park: a cancelled await cancels its future, and a wait
+        # whose timeout ran out before the worker looked parks a second time.
+        future = waiter._future = self._loop.create_future()
+        if waiter.result is not None:  # resolved between the caller's check and now
+            future.set_result(None)
         try:
-            await waiter._future
-        except BaseException:
-            waiter.abandoned = True
-            raise
-        return waiter.value
+            await future
+        finally:
+            waiter._future = None
 
     def _resume(self, waiter: Waiter) -> None:
         future = waiter._future
@@ -120,31 +182,21 @@ class _AsyncioDelivery(Delivery):
 
 class _TrioDelivery(Delivery):
     def __init__(self) -> None:
-        import outcome
         import trio.lowlevel
 
         super().__init__(trio.lowlevel.current_trio_token().run_sync_soon)
         self._lowlevel = trio.lowlevel
-        self._value = outcome.Value
 
-    async def park(self, waiter: Waiter) -> Any:
+    async def park(self, waiter: Waiter) -> None:
         lowlevel = self._lowlevel
-        if waiter._task is _RESOLVED:  # resumed before it was awaited
-            await lowlevel.checkpoint()
-            return waiter.value
         waiter._task = lowlevel.current_task()
         await lowlevel.wait_task_rescheduled(waiter._trio_abort)
-        return waiter.value
 
     def _resume(self, waiter: Waiter) -> None:
         task = waiter._task
-        if task is _RESOLVED:
-            return
         if task is not None:
             waiter._task = None
-            self._lowlevel.reschedule(task, self._value(None))
-        elif not waiter.abandoned:
-            waiter._task = _RESOLVED
+            self._lowlevel.reschedule(task, outcome.Value(None))
 
 
 def current_delivery() -> Delivery:

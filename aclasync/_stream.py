@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -13,13 +14,13 @@ from ._buffers import DeviceBuffer, HostBuffer
 from ._errors import raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
-from ._loop import current_delivery
+from ._lanes import Lane
 from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
-from ._waits import check_timeout, park, unpack_wait
-from ._worker import Lane
+from ._waits import check_bool, check_timeout
 
 if TYPE_CHECKING:
     from ._device import Device
+    from ._device_state import DeviceState
 
 __all__ = ["Stream"]
 
@@ -37,20 +38,24 @@ class Stream(AsyncResource):
     """A stream of one device: work queued on it runs in order.
 
     Get one from ``Device.create_stream()`` or ``Device.default_stream``. Work is queued
-    with ``launch`` (synchronous, never blocks) and waited for with ``await``; an error
-    returned by a queued call is raised by the next awaited operation on the stream.
+    with ``launch`` (synchronous, never blocks) and waited for with ``await``. A failure
+    of queued work is raised once, by the first await on this stream (or on its
+    device) that completes after the device worker saw it; an abandoned wait never
+    consumes it, and ``aclose`` raises whatever is left (see the README, "Errors").
     """
 
-    def __init__(self, device: Device, handle: int, flags: int, priority: int) -> None:
+    def __init__(
+        self, device: Device, state: DeviceState, lane: Lane, flags: int, priority: int
+    ) -> None:
         self._device = device
-        self._lane = Lane(handle, fast_sync=bool(flags & StreamFlag.FAST_SYNC))
+        self._state = state
+        self._lane = lane
         self._flags = StreamFlag(flags & (StreamFlag.FAST_LAUNCH | StreamFlag.FAST_SYNC))
         self._priority = priority
         self._closed = False
-        self._overflow_buffer = 0
 
     def __repr__(self) -> str:
-        state = " closed" if self._closed else ""
+        state = " closed" if self.closed else ""
         return (
             f"<aclasync.Stream {self.handle:#x} device={self._device.id} "
             f"flags={self._flags!r}{state}>"
@@ -75,7 +80,7 @@ class Stream(AsyncResource):
 
     @property
     def closed(self) -> bool:
-        return self._closed or self._device.closed
+        return self._closed or self._state.closed
 
     # -- queueing (synchronous) ------------------------------------------------------
 
@@ -84,13 +89,14 @@ class Stream(AsyncResource):
 
         This is pyACL's stream-last convention (``acl.rt.memcpy_async``,
         ``acl.rt.launch_callback``, ``acl.sim.launch_kernel`` ...). It never waits for
-        the worker. A non-zero status (or an exception) from the call is raised by the
-        next awaited operation on this stream.
+        the worker. A non-zero status (or an exception) from the call is a failure of
+        this stream, raised by a later await (see the class docstring).
         """
         if not callable(fn):
             raise TypeError(f"launch() needs a callable, got {type(fn).__name__}")
-        self._check_open()
-        self._device._worker.launch(self._lane, fn, args)
+        if self._closed:
+            raise anyio.ClosedResourceError(f"{self!r} is closed")
+        self._state.launch(self._lane, fn, args)  # checks the device is open
 
     def memcpy(
         self,
@@ -123,11 +129,12 @@ class Stream(AsyncResource):
         """
         if not isinstance(event, Event):
             raise TypeError(f"wait_event() needs an aclasync.Event, got {type(event).__name__}")
-        event._check_open()
+        if event.closed:
+            raise anyio.ClosedResourceError(f"{event!r} is closed")
         self._check_open()
         rt = self._device.acl.rt
         handle = event.handle
-        self._device._worker.launch(
+        self._state.launch(
             self._lane,
             lambda stream: rt.stream_wait_event(stream, handle),
             (),
@@ -139,66 +146,49 @@ class Stream(AsyncResource):
     async def synchronize(self, timeout: float | None = None) -> None:
         """Wait until all work queued on this stream so far has finished.
 
-        Raises the first error of a queued call or kernel. ``timeout`` (seconds) expiry
-        raises ``AclTimeoutError`` and leaves the stream usable; cancellation abandons
-        the wait only, the device work carries on.
+        Then raises the stream's oldest unreported failure, if any. ``timeout``
+        (seconds) expiry raises ``AclTimeoutError`` and leaves the stream usable;
+        ``timeout=0`` polls once (an idle stream succeeds). Cancellation abandons the
+        wait only, the device work carries on. An abandoned wait reports nothing.
         """
         timeout = check_timeout(timeout)
         self._check_open()
-        self._raise_deferred()
-        waiter = current_delivery().new_waiter()
-        self._device._worker.fence(self._lane, waiter)
-        value = await park(
-            waiter,
-            timeout,
-            api="aclasync.Stream.synchronize",
-            device=self._device.id,
-            stream=self.handle,
-        )
-        unpack_wait(value, device=self._device.id, stream=self.handle)
-        self._raise_deferred()
+        await self._state.fence(self._lane, timeout, "aclasync.Stream.synchronize")
 
     async def record_event(self, *, timing: bool = False) -> Event:
         """Record a new event after the work queued so far and return it.
 
         With ``timing=True`` the event carries timestamps for ``Event.elapsed_time``.
-        Events come from a per-device pool, so this queues ``acl.rt.record_event``
-        without a worker round trip (except to refill the pool). An error from the
-        record is raised by the next await on this stream. A pool refill is shielded
-        from cancellation, so no event leaks.
+        One worker round trip (events come from a per-device pool the worker owns). A
+        failed record raises its ``AclError`` and returns no event, so no event is
+        ever waited on that was not recorded. A cancellation that arrives meanwhile
+        gives the event back: nothing leaks.
         """
+        timing = check_bool(timing, "timing")
         self._check_open()
-        self._raise_deferred()
-        device = self._device
-        handle = await device._take_event(timing)
-        try:
-            self.launch(device.acl.rt.record_event, handle)
-        except BaseException:
-            device._give_back_event(handle, timing)
-            raise
-        event = Event._create(self, handle, self._lane.next_seq(), timing)
-        device._events.add(event)
-        return event
+        handle, seq = await self._state.record(self._lane, timing)
+        return Event._create(self, self._state, self._lane, handle, seq, timing)
 
     async def query(self) -> bool:
         """Return True when all work queued on the stream has finished (non-blocking).
 
-        A short worker round trip; cancellation abandons the wait only (the call
-        still runs, in order, on the worker).
+        A short worker round trip; cancellation abandons the wait only (the call still
+        runs, in order, on the worker). Then raises the stream's oldest unreported
+        failure, if any.
         """
         self._check_open()
-        self._raise_deferred()
         status, ret = await self._call(lambda rt, s: rt.stream_query(s))
         raise_for_status(ret, "acl.rt.stream_query", device=self._device.id, stream=self.handle)
+        self._state.report(self._lane)
         return bool(status == 0)
 
     async def set_failure_mode(self, mode: FailureMode | int) -> None:
         """Set what a failing task does to later ones (``acl.rt.set_stream_failure_mode``).
 
         The runtime allows this once per stream and not on the default stream.
-
-        A short worker round trip; cancellation abandons the wait only (the call
-        still runs, in order, on the worker).
+        A short worker round trip; cancellation abandons the wait only (the call still
+        runs, in order, on the worker). Then raises the stream's oldest unreported
+        failure, if any.
         """
         mode = FailureMode(_enum_value(mode, FailureMode, "mode"))
         await self._checked(
@@ -208,12 +198,11 @@ class Stream(AsyncResource):
     async def set_overflow_switch(self, on: bool) -> None:
         """Turn overflow detection on or off for tasks queued from now on.
 
-        A short worker round trip; cancellation abandons the wait only (the call
-        still runs, in order, on the worker).
+        A short worker round trip; cancellation abandons the wait only (the call still
+        runs, in order, on the worker). Then raises the stream's oldest unreported
+        failure, if any.
         """
-        if not isinstance(on, (bool, int)):
-            raise TypeError(f"on must be a bool, got {type(on).__name__}")
-        flag = 1 if on else 0
+        flag = 1 if check_bool(on, "on") else 0
         await self._checked(
             "set_stream_overflow_switch", lambda rt, s: rt.set_stream_overflow_switch(s, flag)
         )
@@ -221,36 +210,29 @@ class Stream(AsyncResource):
     async def get_overflow_switch(self) -> bool:
         """Return whether overflow detection is on for this stream.
 
-        A short worker round trip; cancellation abandons the wait only (the call
-        still runs, in order, on the worker).
+        A short worker round trip; cancellation abandons the wait only (the call still
+        runs, in order, on the worker). Then raises the stream's oldest unreported
+        failure, if any.
         """
+        self._check_open()
         flag, ret = await self._call(lambda rt, s: rt.get_stream_overflow_switch(s))
         raise_for_status(
             ret, "acl.rt.get_stream_overflow_switch", device=self._device.id, stream=self.handle
         )
+        self._state.report(self._lane)
         return bool(flag)
 
     async def get_overflow_status(self) -> int:
         """Return the overflow status (non-zero: a task overflowed) once queued work is done.
 
-        Does the documented protocol: a 64-byte device buffer, the asynchronous
-        ``get_overflow_status`` task, a stream sync and a copy back to the host.
-        Cancellation and ``synchronize`` rules apply to the sync in the middle.
+        Does the documented protocol: a 64-byte device buffer (kept with the stream),
+        the asynchronous ``get_overflow_status`` task, a stream sync and a copy back
+        to the host. Cancellation and failure reporting are those of ``synchronize``.
         """
         self._check_open()
-        device = self._device
-        acl = device.acl
-        if not self._overflow_buffer:
-
-            def allocate() -> tuple[int, int]:
-                address, ret = acl.rt.malloc(_OVERFLOW_STATUS_BYTES, 0)
-                return int(address), int(ret)
-
-            with anyio.CancelScope(shield=True):
-                address, ret = await device._roundtrip(allocate)
-            raise_for_status(ret, "acl.rt.malloc", device=device.id)
-            self._overflow_buffer = address
-        buffer = self._overflow_buffer
+        state = self._state
+        acl = self._device.acl
+        buffer = await state.overflow_buffer(self._lane, _OVERFLOW_STATUS_BYTES)
         self.launch(acl.rt.get_overflow_status, buffer, _OVERFLOW_STATUS_BYTES)
         await self.synchronize()
 
@@ -265,8 +247,8 @@ class Stream(AsyncResource):
             )
             return host.tobytes(), int(ret)
 
-        raw, ret = await device._roundtrip(read_back)
-        raise_for_status(ret, "acl.rt.memcpy", device=device.id, stream=self.handle)
+        raw, ret = await state.roundtrip(read_back)
+        raise_for_status(ret, "acl.rt.memcpy", device=self._device.id, stream=self.handle)
         return int.from_bytes(raw[:8], "little")
 
     async def reset_overflow_status(self) -> None:
@@ -279,52 +261,45 @@ class Stream(AsyncResource):
 
     async def aclose(self, *, force: bool = False) -> None:
         """Destroy the stream: ``destroy_stream`` (after queued work) or, with ``force``,
-        ``destroy_stream_force`` (queued work is dropped). Idempotent.
+        ``destroy_stream_force`` (queued work is dropped, and waits still pending on
+        the stream or its events raise ``ClosedResourceError``). Idempotent.
 
-        The default stream is never destroyed; closing it only marks this object closed.
-        If cancelled while waiting for queued work, the destruction still happens on
-        the worker and nothing queued is lost.
+        Raises the stream's unreported failures (one as itself, several as an
+        ``ExceptionGroup``). The default stream is never destroyed; closing it only
+        marks this object closed. Quiet when the device is closed or broken (the
+        device released the stream). If cancelled while waiting for queued work, the
+        destruction still happens on the worker after that work; the failures known
+        then become notes on the cancellation, later ones go to the device.
         """
-        if self._closed:
+        await self._close(force=check_bool(force, "force"), propagating=None)
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        await self._close(force=False, propagating=exc)
+
+    async def _close(self, *, force: bool, propagating: BaseException | None) -> None:
+        if self._closed or self.handle == 0:
+            self._closed = True
             await anyio.lowlevel.checkpoint()
             return
         self._closed = True
-        device = self._device
-        if self.handle == 0 or device._gone:
-            await anyio.lowlevel.checkpoint()
-            return
-        device._streams.discard(self)
-        await device._destroy_stream(self._lane, force=force, overflow_buffer=self._overflow_buffer)
+        await self._state.close_stream(self._lane, force=force, propagating=propagating)
 
     # -- helpers ---------------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self._closed:
             raise anyio.ClosedResourceError(f"{self!r} is closed")
-        self._device._check_open()
-
-    def _raise_deferred(self) -> None:
-        deferred = self._lane.deferred
-        if not deferred:
-            return
-        first = deferred.popleft()
-        deferred.clear()
-        if isinstance(first, BaseException):
-            raise first
-        code, api = first
-        raise_for_status(code, api, device=self._device.id, stream=self.handle)
+        self._state.check_open()
 
     async def _call(self, fn: Callable[[Any, int], Any]) -> Any:
         self._check_open()
-        rt = self._device.acl.rt
-        handle = self.handle
-        return await self._device._roundtrip(lambda: fn(rt, handle))
+        return await self._state.roundtrip(functools.partial(fn, self._device.acl.rt, self.handle))
 
     async def _checked(self, call: str, fn: Callable[[Any, int], int]) -> None:
         self._check_open()
-        self._raise_deferred()
         ret = await self._call(fn)
         raise_for_status(ret, f"acl.rt.{call}", device=self._device.id, stream=self.handle)
+        self._state.report(self._lane)
 
 
 def _enum_value(value: object, kind: type[FailureMode], name: str) -> int:

@@ -7,160 +7,85 @@ the head of each stream's watch list (events on a stream finish in order), waits
 short ``synchronize_event_with_timeout`` slices with the GIL released, or, while a
 FAST_SYNC stream has waiters, polls. Every waiter resolved in a round reaches its event
 loop in one batch per loop.
+
+The worker owns every runtime handle the device holds (streams, events, memory) and
+releases them all when the device closes, or as far as it can when it dies. Results
+cross back as ``outcome.Value`` / ``outcome.Error``. Failures of queued calls and
+kernels never travel in a waiter's result: they go to the stream's ``Lane.errors``,
+which the event loop reports by the rule the device state documents.
 """
 
 from __future__ import annotations
 
 import _thread
-import bisect
-import dataclasses
+import functools
+import itertools
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from ._errors import DeviceBrokenError
-from ._loop import Delivery, Waiter
+import anyio
+import outcome
 
-__all__ = ["BROKEN", "CLOSED", "DeviceWorker", "Lane", "WorkerOptions"]
+from ._errors import AclError, DeviceBrokenError
+from ._handles import Handles
+from ._lanes import Lane, Watch
+from ._loop import EXPIRED, Delivery, Waiter
+from ._options import WorkerOptions
+from ._pyacl.codes import ErrorCode
 
-#: First item of a waiter's value when the device closed or broke under it.
-CLOSED: Any = object()
-BROKEN: Any = object()
+__all__ = ["DeviceWorker", "WorkerOptions"]
 
 _LAUNCH, _CALL, _FENCE, _WATCH, _STOP = range(5)
 _EVENT_COMPLETE = 1  # query_event_status: 0 = NOT_READY, 1 = COMPLETE
 _STREAM_COMPLETE = 0  # stream_query: 0 = COMPLETE, 1 = NOT_READY
-_PURGE_THRESHOLD = 16
+_STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WorkerOptions:
-    """Tuning of a device worker.
-
-    Parameters
-    ----------
-    wait_slice_ms:
-        Longest time the worker blocks in ``synchronize_event_with_timeout`` while
-        waiting quietly for default-mode streams; a job submitted meanwhile waits at
-        most this long (pyACL timeouts are whole milliseconds).
-    busy_poll_us, busy_window_ms:
-        After jobs arrived in the last ``busy_window_ms``, the worker polls every
-        ``busy_poll_us`` (waking at once for new jobs) instead of blocking in slices.
-    fast_sync_poll_us:
-        Interval at which the worker polls while a FAST_SYNC stream has waiters
-        (lower latency, more CPU: the documented FAST_SYNC trade-off).
-    cpu:
-        Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
-        thread that opens the device (the event loop's) and the worker to the CPU that
-        thread is running on. Loop and worker on one CPU save two cross-CPU wake-ups
-        per round trip (an idle-stream sync drops from about 60 to about 30 us on a
-        two-vCPU VM, see benchmarks/README.md), at the price of sharing that CPU.
-    """
-
-    wait_slice_ms: int = 1
-    busy_poll_us: float = 250.0
-    busy_window_ms: float = 50.0
-    fast_sync_poll_us: float = 20.0
-    cpu: int | Literal["loop"] | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.wait_slice_ms, bool) or not isinstance(self.wait_slice_ms, int):
-            raise TypeError("wait_slice_ms must be an int (milliseconds)")
-        if self.wait_slice_ms < 1:
-            raise ValueError(f"wait_slice_ms must be >= 1, got {self.wait_slice_ms}")
-        for name in ("busy_poll_us", "fast_sync_poll_us"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not self.busy_window_ms >= 0:
-            raise ValueError(f"busy_window_ms must be >= 0, got {self.busy_window_ms!r}")
-        if self.cpu == "loop":
-            if not hasattr(os, "sched_setaffinity"):
-                raise ValueError("cpu='loop' needs os.sched_setaffinity (Linux)")
-        elif self.cpu is not None and self.cpu not in os.sched_getaffinity(0):
-            raise ValueError(f"cpu {self.cpu!r} is not available to this process")
-
-    def resolve_cpu(self) -> int | None:
-        """The CPU to pin the worker to; for ``"loop"``, pin the calling thread too."""
-        if self.cpu != "loop":
-            return self.cpu
-        cpu = _current_cpu()
-        os.sched_setaffinity(0, {cpu})
-        return cpu
+def _done() -> outcome.Value[None]:
+    # A fresh outcome per waiter: an outcome can be unwrapped once only.
+    return outcome.Value(None)
 
 
-def _current_cpu() -> int:
-    """The CPU the calling thread runs on (Linux: field 39 of /proc/thread-self/stat)."""
-    with open("/proc/thread-self/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return int(fields[36])
-
-
-class _Watch:
-    """An event the worker watches for some waiters."""
-
-    __slots__ = ("event", "fence", "launches", "seq", "waiters")
-
-    def __init__(self, event: int, seq: int, waiter: Waiter, *, fence: bool, launches: int):
-        self.event = event
-        self.seq = seq
-        self.fence = fence
-        self.launches = launches
-        self.waiters = [waiter]
-
-    def add(self, waiter: Waiter) -> None:
-        if len(self.waiters) >= _PURGE_THRESHOLD:
-            self.waiters = [w for w in self.waiters if not w.abandoned]
-        self.waiters.append(waiter)
-
-
-class Lane:
-    """The worker's view of one stream.
-
-    ``records`` numbers the points recorded on the stream (events and fences) in
-    submission order, on the submitting side; ``launches`` and ``watches`` belong to
-    the worker; ``deferred`` is filled by the worker and emptied by the stream.
-    """
-
-    __slots__ = ("deferred", "fast_sync", "handle", "launches", "records", "watches")
-
-    def __init__(self, handle: int, *, fast_sync: bool) -> None:
-        self.handle = handle
-        self.fast_sync = fast_sync
-        self.launches = 0
-        self.records = 0
-        self.watches: list[_Watch] = []
-        #: Failures of queued calls, raised by the next await on the stream.
-        self.deferred: deque[BaseException | tuple[int, str]] = deque()
-
-    def next_seq(self) -> int:
-        self.records += 1
-        return self.records
+def _closed(message: str) -> Callable[[], outcome.Error]:
+    return lambda: outcome.Error(anyio.ClosedResourceError(message))
 
 
 class DeviceWorker:
-    """The thread that owns one device's context and makes all its runtime calls."""
+    """The thread that owns one device's context and makes all its runtime calls.
+
+    Methods under "on the worker" run on the worker thread only (through ``call``);
+    the submission methods run on the event loop's thread.
+    """
 
     def __init__(self, acl: Any, device_id: int, options: WorkerOptions) -> None:
         self.acl = acl
         self._rt = acl.rt
         self.device_id = device_id
         self.options = options
-        self.broken: DeviceBrokenError | None = None
+        #: Why the thread died, once it has.
+        self.death: BaseException | None = None
+        #: Whether a ``DeviceBrokenError`` reached anybody yet.
+        self.death_reported = False
+        #: Failures that belong to no open stream (closed streams, teardown).
+        self.orphan_errors: deque[tuple[int, BaseException]] = deque()
+        self.default_lane = Lane(0, fast_sync=False)
         self._inbox: deque[tuple[Any, ...]] = deque()
         self._wake = _thread.allocate_lock()
         self._wake.acquire()
         self._idle = False
-        self._stopping = False
         self._last_jobs = 0.0
         self._cpu: int | None = None
-        #: The job being run, so that a death in the middle of it still answers it.
+        self._device_set = False
         self._current: tuple[Any, ...] = ()
+        self._error_seq = itertools.count()
         self._waiting: dict[int, Lane] = {}
-        self._fence_pool: list[int] = []
         self._ready: dict[Delivery, list[Waiter]] = {}
+        #: Runtime handles the device owns: the worker's alone.
+        self.handles = Handles(self._rt, device_id, self.default_lane)
         self._thread = threading.Thread(
             target=self._main, name=f"aclasync-device{device_id}", daemon=True
         )
@@ -169,10 +94,20 @@ class DeviceWorker:
     def thread(self) -> threading.Thread:
         return self._thread
 
+    def broken_error(self) -> DeviceBrokenError:
+        """A fresh ``DeviceBrokenError`` chained to the death's cause (counts as reported)."""
+        self.death_reported = True
+        error = DeviceBrokenError(
+            f"the worker thread of device {self.device_id} died: {self.death!r}; "
+            "every pending and later operation on this device fails"
+        )
+        error.__cause__ = self.death
+        return error
+
     # -- submission, from the event loop ---------------------------------------------
 
     def start(self, waiter: Waiter) -> None:
-        """Start the thread; *waiter* gets the ``set_device`` result.
+        """Start the thread; *waiter* gets the ``set_device`` result (raises on failure).
 
         Call on the event loop's thread: ``WorkerOptions(cpu="loop")`` pins it here.
         """
@@ -183,40 +118,47 @@ class DeviceWorker:
     def launch(
         self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None = None
     ) -> None:
-        """Queue ``fn(*args, lane.handle)``; a failure is kept in ``lane.deferred``.
+        """Queue ``fn(*args, lane.handle)``; a failure goes to ``lane.errors``.
 
         *api* names the call in errors when ``fn`` is a wrapper.
         """
         self._submit((_LAUNCH, lane, fn, args, api))
 
-    def call(self, fn: Callable[[], Any], waiter: Waiter) -> None:
-        """Run ``fn()`` on the worker; *waiter* gets ``(result, None)`` or ``(None, exc)``."""
+    def call(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
+        """Run ``fn()`` on the worker; *waiter* (if any) gets its outcome."""
         self._submit((_CALL, fn, waiter))
 
     def fence(self, lane: Lane, waiter: Waiter) -> None:
-        """*waiter* gets ``(code, api)`` once all work queued on the stream so far is done."""
-        self._submit((_FENCE, lane, lane.next_seq(), waiter))
+        """*waiter* gets ``Value(None)`` once all work queued on the stream so far is done."""
+        self._submit((_FENCE, lane, waiter))
 
     def watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
-        """*waiter* gets ``(code, api)`` once *event* (record number *seq*) completes."""
+        """*waiter* gets ``Value(None)`` once *event* (record number *seq*) completes."""
         self._submit((_WATCH, lane, event, seq, waiter))
 
     def stop(self, waiter: Waiter) -> None:
-        """Let the thread finish; *waiter* is resolved as its very last act."""
+        """Release everything, reset the device and end the thread.
+
+        *waiter* gets the teardown's failures (a list) as the thread's very last act.
+        """
         self._submit((_STOP, waiter))
 
     def _submit(self, job: tuple[Any, ...]) -> None:
-        if self.broken is not None:
-            raise self.broken
+        if self.death is not None:
+            raise self.broken_error()
         self._inbox.append(job)
-        if self.broken is not None:  # died between the check and the append
-            raise self.broken
+        if self._dead() and self._inbox:  # died between the check and the append
+            self._inbox.clear()
+            raise self.broken_error()
         if self._idle:
             self._idle = False
             try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
                 self._wake.release()
             except RuntimeError:  # already released by another submitter
                 pass
+
+    def _dead(self) -> bool:
+        return self.death is not None
 
     # -- the thread ------------------------------------------------------------------
 
@@ -232,17 +174,16 @@ class DeviceWorker:
                 self._flush()
                 if stop_waiter is None and not self._inbox:
                     self._idle_wait()
-            self._abandon_watches()
+            failures = self._teardown()
         except BaseException as exc:  # the device is unusable; say so to every waiter
             self._die(exc)
             return
+        self._resolve(stop_waiter, outcome.Value(failures))
         self._flush()
-        stop_waiter.value = (None, None)
-        stop_waiter.delivery.post((stop_waiter,))
 
-    def _set_device(self) -> int:
-        ret: int = self._rt.set_device(self.device_id)
-        return ret
+    def _set_device(self) -> None:
+        self._check(self._rt.set_device(self.device_id), "acl.rt.set_device")
+        self._device_set = True
 
     def _drain_inbox(self) -> Waiter | None:
         inbox = self._inbox
@@ -256,11 +197,10 @@ class DeviceWorker:
             elif op == _CALL:
                 self._call(job[1], job[2])
             elif op == _FENCE:
-                self._fence(job[1], job[2], job[3])
+                self._fence(job[1], job[2])
             elif op == _WATCH:
                 self._watch(job[1], job[2], job[3], job[4])
             else:
-                self._stopping = True
                 waiter: Waiter = job[1]
                 return waiter
         self._current = ()
@@ -273,101 +213,121 @@ class DeviceWorker:
         try:
             result = fn(*args, lane.handle)
         except Exception as exc:
-            lane.deferred.append(exc)
+            self._fail(lane, exc)
             return
         ret = result[-1] if isinstance(result, tuple) else result
+        if ret == _STREAM_ABORT:
+            # A stopped stream refuses every later call: one report says so.
+            if lane.aborted:
+                return
+            lane.aborted = True
         if ret:
-            lane.deferred.append((ret, api or self.api_name(fn)))
+            self._fail(lane, self._error(ret, api or self.api_name(fn), lane))
 
-    def _call(self, fn: Callable[[], Any], waiter: Waiter) -> None:
-        try:
-            waiter.value = (fn(), None)
-        except Exception as exc:
-            waiter.value = (None, exc)
-        self._resolve(waiter)
+    def _call(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
+        result: outcome.Outcome[Any] = outcome.capture(fn)
+        if isinstance(result, outcome.Value) and _is_coroutine(result.value):
+            result.value.close()
+            result = outcome.Error(TypeError("the function returned a coroutine; pass a plain one"))
+        if waiter is not None:
+            self._resolve(waiter, result)
 
-    def _fence(self, lane: Lane, seq: int, waiter: Waiter) -> None:
-        rt = self._rt
+    def _fence(self, lane: Lane, waiter: Waiter) -> None:
+        waiter.seen = True
+        if lane.closed:  # closing concurrently: nothing more will run on it
+            self._resolve(waiter, _done())
+            return
         watches = lane.watches
         if watches and watches[-1].fence and watches[-1].launches == lane.launches:
-            watches[-1].add(waiter)  # nothing queued since the last fence: share it
+            self._park(lane, watches[-1], waiter)  # nothing queued since: share the fence
             return
+        rt = self._rt
         status, ret = rt.stream_query(lane.handle)
         if ret:
-            self._finish(waiter, ret, "acl.rt.stream_query")
+            self._resolve(waiter, outcome.Error(self._error(ret, "acl.rt.stream_query", lane)))
         elif status == _STREAM_COMPLETE:
-            self._finish(waiter, rt.synchronize_stream(lane.handle), "acl.rt.synchronize_stream")
+            self._collect(lane)
+            self._resolve(waiter, _done())
+        elif waiter.expired:
+            self._resolve(waiter, EXPIRED)
         else:
-            if self._fence_pool:
-                event, ret = self._fence_pool.pop(), 0
-            else:
-                event, ret = rt.create_event()
+            event, ret = self.handles.fence_event()
+            if not ret:
+                ret = rt.record_event(event, lane.handle)
+                if ret:
+                    self.handles.fence_pool.append(event)
             if ret:
-                self._finish(waiter, ret, "acl.rt.create_event")
+                self._resolve(waiter, outcome.Error(self._error(ret, "acl.rt.record_event", lane)))
                 return
-            ret = rt.record_event(event, lane.handle)
-            if ret:
-                rt.destroy_event(event)
-                self._finish(waiter, ret, "acl.rt.record_event")
-                return
-            fence = _Watch(event, seq, waiter, fence=True, launches=lane.launches)
+            fence = Watch(event, lane.next_seq(), fence=True, launches=lane.launches)
             watches.append(fence)
-            self._waiting[lane.handle] = lane
+            self._park(lane, fence, waiter)
 
     def _watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
+        waiter.seen = True
         watches = lane.watches
-        index = bisect.bisect_left(watches, seq, key=lambda w: w.seq)
-        if index < len(watches) and watches[index].seq == seq and not watches[index].fence:
-            watches[index].add(waiter)
+        index = lane.find(seq)
+        if index < len(watches) and watches[index].seq == seq:
+            self._park(lane, watches[index], waiter)
+            return
+        if lane.forced:
+            dropped = anyio.ClosedResourceError(
+                "the event's stream was closed with force=True: its work may have been dropped"
+            )
+            self._resolve(waiter, outcome.Error(dropped))
             return
         status, ret = self._rt.query_event_status(event)
         if ret:
-            self._finish(waiter, ret, "acl.rt.query_event_status")
+            error = self._error(ret, "acl.rt.query_event_status", lane)
+            self._resolve(waiter, outcome.Error(error))
         elif status == _EVENT_COMPLETE:
-            self._finish(waiter, 0, "")
+            self._resolve(waiter, _done())
+        elif waiter.expired:
+            self._resolve(waiter, EXPIRED)
         else:
-            watches.insert(index, _Watch(event, seq, waiter, fence=False, launches=-1))
-            self._waiting[lane.handle] = lane
+            watch = Watch(event, seq, fence=False, launches=-1)
+            watches.insert(index, watch)
+            self._park(lane, watch, waiter)
+
+    def _park(self, lane: Lane, watch: Watch, waiter: Waiter) -> None:
+        if waiter.expired:  # its timeout ran out before this first look
+            self._resolve(waiter, EXPIRED)
+            return
+        watch.add(waiter)
+        self._waiting[lane.handle] = lane
 
     def _sweep(self) -> None:
         """Resolve the watches whose events have completed, stream by stream."""
-        query = self._rt.query_event_status
         for handle, lane in list(self._waiting.items()):
-            watches = lane.watches
-            while watches:
-                head = watches[0]
-                status, ret = query(head.event)
-                if not ret and status != _EVENT_COMPLETE:
-                    break
-                del watches[0]
-                if ret:
-                    self._finish_all(head, ret, "acl.rt.query_event_status")
-                elif head.fence:
-                    self._complete_fence(lane, head)
-                else:
-                    self._finish_all(head, 0, "")
-            if not watches:
+            self._sweep_lane(lane)
+            if not lane.watches:
                 del self._waiting[handle]
 
-    def _complete_fence(self, lane: Lane, fence: _Watch) -> None:
-        # Kernel failures are reported by synchronize_stream only; collect them when the
-        # stream is idle (the call then returns at once). Work queued after the fence
-        # leaves them for a later sync of the stream.
-        code, api = 0, ""
-        status, ret = self._rt.stream_query(lane.handle)
-        if not ret and status == _STREAM_COMPLETE:
-            code, api = self._rt.synchronize_stream(lane.handle), "acl.rt.synchronize_stream"
-        self._fence_pool.append(fence.event)
-        self._finish_all(fence, code, api)
-
-    def settle(self) -> None:
-        """On the worker, before a teardown: wait for every watched event, answer its
-        waiters as usual and hand them to their loops."""
-        while self._waiting:
-            lane = next(iter(self._waiting.values()))
-            self._rt.synchronize_event(lane.watches[0].event)
-            self._sweep()
-        self._flush()
+    def _sweep_lane(self, lane: Lane) -> None:
+        query = self._rt.query_event_status
+        watches = lane.watches
+        while watches:
+            head = watches[0]
+            status, ret = query(head.event)
+            if not ret and status != _EVENT_COMPLETE:
+                return
+            del watches[0]
+            if head.fence:
+                self.handles.fence_pool.append(head.event)
+            if ret:
+                failed = functools.partial(
+                    self._error_outcome, ret, "acl.rt.query_event_status", lane
+                )
+                self._resolve_all(head, failed)
+                continue
+            if head.fence:
+                # Kernel failures are reported by synchronize_stream only; collect them
+                # when the stream is idle (the call then returns at once). Work queued
+                # after the fence leaves them for a later look.
+                status, ret = self._rt.stream_query(lane.handle)
+                if not ret and status == _STREAM_COMPLETE:
+                    self._collect(lane)
+            self._resolve_all(head, _done)
 
     def _idle_wait(self) -> None:
         """Sleep until a job arrives or it is time to look for completions again.
@@ -405,23 +365,146 @@ class DeviceWorker:
             self._wake.acquire(timeout=timeout)
         self._idle = False
 
-    # -- resolving waiters -----------------------------------------------------------
+    # -- on the worker: resources ----------------------------------------------------
 
-    def _finish(self, waiter: Waiter, code: int, api: str) -> None:
-        waiter.value = (code, api)
-        self._resolve(waiter)
+    def create_stream(self, priority: int, flags: int, fast_sync: bool) -> Lane:
+        """Create a stream with ``create_stream_with_config``; the worker owns it."""
+        return self.handles.create_stream(priority, flags, fast_sync)
 
-    def _finish_all(self, watch: _Watch, code: int, api: str) -> None:
-        for waiter in watch.waiters:
-            if not waiter.abandoned:
-                self._finish(waiter, code, api)
+    def close_stream(self, lane: Lane, *, force: bool, reported: bool) -> None:
+        """Destroy a stream after collecting its last failures.
 
-    def _resolve(self, waiter: Waiter) -> None:
+        Without *force* the stream is idle by now (its closer waited) or is waited
+        for here. With *force* queued work is dropped and every wait still pending
+        on the stream fails with ``ClosedResourceError``: the work it waited for
+        will never run. Unless *reported* (someone awaits this and reports the
+        stream's failures), they go to the device's ``orphan_errors``.
+        """
+        if lane.closed:
+            return
+        rt = self._rt
+        self._sweep_lane(lane)
+        if force:
+            lane.forced = True
+            ret, api = rt.destroy_stream_force(lane.handle), "acl.rt.destroy_stream_force"
+            self._fail_watches(
+                lane, "the stream was closed with force=True: the work this waited for was dropped"
+            )
+        else:
+            self._collect(lane)
+            self._sweep_lane(lane)
+            ret, api = rt.destroy_stream(lane.handle), "acl.rt.destroy_stream"
+            self._fail_watches(lane, "the stream was closed")
+        lane.closed = True
+        self._waiting.pop(lane.handle, None)
+        del self.handles.lanes[lane.handle]
+        if lane.overflow_buffer:
+            self.handles.free(lane.overflow_buffer, lane)
+        if ret:
+            self._fail(lane, self._error(ret, api, lane))
+        if not reported:
+            self._orphan(lane)
+
+    def record(self, lane: Lane, timing: bool) -> tuple[int, int]:
+        """Record an event on *lane*: ``(handle, seq)``.
+
+        A failed record raises its ``AclError`` and hands out no event: nothing ever
+        watches an event whose record failed.
+        """
+        event = self.handles.record(lane, timing)
+        lane.launches += 1
+        return event, lane.next_seq()
+
+    def forget_event(self, lane: Lane, event: int, seq: int) -> None:
+        """Take back a closed event: fail its pending waits, return it to the pool."""
+        if not self.handles.give_back_event(event):
+            return
+        index = lane.find(seq)
+        watches = lane.watches
+        if index < len(watches) and watches[index].seq == seq and not watches[index].fence:
+            watch = watches.pop(index)
+            self._resolve_all(watch, _closed("the event was closed while this waited for it"))
+
+    def alloc(self, nbytes: int, *, host: bool) -> int:
+        """Allocate device (``malloc``) or pinned host (``malloc_host``) memory."""
+        return self.handles.alloc(nbytes, host=host)
+
+    def free(self, ptr: int) -> None:
+        """Free memory from ``alloc`` (raises ``AclError`` on failure)."""
+        error = self.handles.free(ptr)
+        if error is not None:
+            raise error
+
+    def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
+        """The stream's overflow-status buffer, allocated on first use."""
+        if not lane.overflow_buffer:
+            lane.overflow_buffer = self.handles.alloc(nbytes, host=False)
+        return lane.overflow_buffer
+
+    def _teardown(self) -> list[BaseException]:
+        """At stop: let the work finish, collect failures, release everything, reset.
+
+        Every step is attempted; the failures of the releases are returned. A wait
+        still pending after the streams went idle can never complete; it fails with
+        ``ClosedResourceError`` instead of spinning.
+        """
+        if not self._device_set:
+            return []
+        for lane in list(self.handles.lanes.values()):
+            self._collect(lane)
+            self._sweep_lane(lane)
+            self._fail_watches(lane, "the device was closed")
+        self._waiting.clear()
+        return list(self.handles.release_all(reset=True))
+
+    # -- resolving waiters and recording failures ------------------------------------
+
+    def _collect(self, lane: Lane) -> None:
+        """Take the stream's kernel failure, if any (blocks until the stream is idle)."""
+        if not lane.closed:
+            ret = self._rt.synchronize_stream(lane.handle)
+            if ret == _STREAM_ABORT:
+                # A stopped stream: the failure that stopped it was reported by the
+                # first sync after it; later syncs only repeat that it stopped.
+                lane.aborted = True
+            elif ret:
+                self._fail(lane, self._error(ret, "acl.rt.synchronize_stream", lane))
+
+    def _fail(self, lane: Lane, error: BaseException) -> None:
+        lane.errors.append((next(self._error_seq), error))
+
+    def _orphan(self, lane: Lane) -> None:
+        while lane.errors:
+            self.orphan_errors.append(lane.errors.popleft())
+
+    def _error(self, code: int, api: str, lane: Lane | None = None) -> AclError:
+        return self.handles.error(code, api, lane)
+
+    def _error_outcome(self, code: int, api: str, lane: Lane) -> outcome.Error:
+        return outcome.Error(self._error(code, api, lane))
+
+    def _check(self, ret: int, api: str, lane: Lane | None = None) -> None:
+        self.handles.check(ret, api, lane)
+
+    def _fail_watches(self, lane: Lane, message: str) -> None:
+        for watch in lane.watches:
+            if watch.fence:
+                self.handles.fence_pool.append(watch.event)
+            self._resolve_all(watch, _closed(message))
+        lane.watches.clear()
+
+    def _resolve(self, waiter: Waiter, result: outcome.Outcome[Any]) -> None:
+        waiter.result = result
         batch = self._ready.get(waiter.delivery)
         if batch is None:
             self._ready[waiter.delivery] = [waiter]
         else:
             batch.append(waiter)
+
+    def _resolve_all(self, watch: Watch, make: Callable[[], outcome.Outcome[Any]]) -> None:
+        for waiter in watch.waiters:
+            if not waiter.abandoned:
+                self._resolve(waiter, make())
 
     def _flush(self) -> None:
         if self._ready:
@@ -434,40 +517,25 @@ class DeviceWorker:
                     # waiters must still be served.
                     continue
 
-    def _abandon_watches(self) -> None:
-        """At stop, fail what still waits: the device is closing."""
-        closed = (CLOSED, None)
-        for lane in self._waiting.values():
-            for watch in lane.watches:
-                for waiter in watch.waiters:
-                    waiter.value = closed
-                    self._resolve(waiter)
-            lane.watches.clear()
-        self._waiting.clear()
-
     def _die(self, exc: BaseException) -> None:
-        broken = DeviceBrokenError(
-            f"the worker thread of device {self.device_id} died: {exc!r}; "
-            "every pending and later operation on this device fails"
-        )
-        broken.__cause__ = exc
-        self.broken = broken
-        failed = (BROKEN, broken)
+        """Fail every pending waiter with a fresh ``DeviceBrokenError``; release what
+        the device holds as far as the runtime still lets us."""
+        self.death = exc
+        self._flush()  # results found before the death are still true
         waiters: list[Waiter] = []
-        for lane in self._waiting.values():
+        for lane in self.handles.lanes.values():
             for watch in lane.watches:
                 waiters.extend(watch.waiters)
+            lane.watches.clear()
         jobs = [self._current, *self._inbox]
         self._inbox.clear()
         for job in jobs:
             waiters.extend(item for item in job if isinstance(item, Waiter))
-        for batch in self._ready.values():
-            waiters.extend(batch)
-        self._ready = {}
         for waiter in dict.fromkeys(waiters):  # each once, in order
-            waiter.value = failed
-            self._resolve(waiter)
+            if waiter.result is None and not waiter.abandoned:
+                self._resolve(waiter, outcome.Error(self.broken_error()))
         self._flush()
+        self.handles.release_after_death(reset=self._device_set)
 
     def api_name(self, fn: Callable[..., Any]) -> str:
         """A readable ``acl.<namespace>.<call>`` name for a backend function."""
@@ -478,3 +546,7 @@ class DeviceWorker:
                 return f"acl.{namespace}.{name}"
         module = getattr(fn, "__module__", None)
         return f"{module}.{name}" if module else name
+
+
+def _is_coroutine(value: object) -> bool:
+    return hasattr(value, "cr_frame") and hasattr(value, "close")

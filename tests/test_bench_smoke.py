@@ -125,3 +125,14 @@ def test_plot_labels_axes_in_words_and_draws_each_target(tmp_path: Path) -> None
             assert [line.get_xdata()[0] for line in targets] == [chart["target"]]
     finally:
         plt.close(figure)
+
+
+def test_soak_runs_for_the_given_seconds_without_unexpected_errors() -> None:
+    results = run(["soak"], loops=["asyncio"], progress=lambda line: None, seconds=0.5)
+    (row,) = results["benchmarks"]["soak"]["rows"]
+    assert 0.5 <= row["seconds"] < 30
+    assert row["operations"] > 0
+    assert row["unexpected_errors"] == 0, row["errors"]
+    assert row["threads_end"] == row["threads_start"]
+    with pytest.raises(ValueError, match="seconds"):
+        run(["soak"], seconds=0, progress=lambda line: None)

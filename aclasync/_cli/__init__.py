@@ -55,6 +55,8 @@ TRACE_BYTES_PER_ITEM = 12_000
 BENCH_BYTES_PER_SCALE = 400_000_000
 #: Upper bound of ``bench --scale`` before the memory check.
 MAX_SCALE = 1e6
+#: Upper bound of ``bench --seconds`` (a day).
+MAX_SOAK_SECONDS = 86_400.0
 
 _SIGPIPE_STATUS = 141
 _INTERRUPTED_STATUS = 130
@@ -190,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="multiply sample counts and sizes (e.g. 0.05 for a smoke run; default 1)",
     )
+    bench.add_argument(
+        "--seconds",
+        type=float_option(high=MAX_SOAK_SECONDS),
+        help="run time per loop of timed benchmarks (soak; default: 10, or 3 with --quick)",
+    )
     bench.set_defaults(handler=_cmd_bench, parser=bench)
 
     trace = commands.add_parser("trace", help="write a Chrome/Perfetto timeline of a demo run")
@@ -270,6 +277,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         json_path=args.json,
         plot_path=args.plot,
         scale=args.scale,
+        seconds=args.seconds,
     )
     print(format_table(results), file=message_stream(args.json), flush=True)
     return 0

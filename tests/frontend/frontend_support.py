@@ -1,10 +1,9 @@
-"""Helpers shared by the front-end tests: clocks, thread checks and backend proxies."""
+"""Helpers shared by the front-end tests: gates, thread checks, backend proxies, leak counts."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -35,19 +34,6 @@ async def opened(backend: Any, device_id: int = 0, limit: float = 10.0) -> Async
 def ms(value: float) -> float:
     """Milliseconds, as the microseconds ``Kernel(duration_us=...)`` takes."""
     return value * 1000.0
-
-
-class Clock:
-    """Seconds elapsed since construction (or the last ``restart``)."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-
-    def restart(self) -> None:
-        self.start = time.monotonic()
-
-    def __call__(self) -> float:
-        return time.monotonic() - self.start
 
 
 class Log:
@@ -160,3 +146,53 @@ class RecordingAcl(ProxyAcl):
     def named(self, name: str) -> list[tuple[Any, ...]]:
         """The argument tuples of every recorded call to ``acl.rt.<name>``."""
         return [args for call, args, _ in self.calls if call == name]
+
+
+def live_objects(runtime: Any) -> dict[str, int]:
+    """What a simulated runtime holds now: ``acl.sim.live_objects()`` as a plain dict.
+
+    Keys: ``streams``, ``events``, ``contexts``, ``memory_regions``, ``device_refs``
+    and ``threads`` (the simulator's own count; see docs/simulator.md).
+    """
+    return dict(runtime.sim.live_objects())
+
+
+class Gate:
+    """A kernel body that blocks until ``open()``: holds a stream without racing time.
+
+    ``kernel()`` returns a ``Kernel`` whose ``fn`` waits on the gate (at most
+    *limit* seconds, so a failing test cannot wedge a simulator thread for ever);
+    ``started`` is set once such a kernel body runs on the device.
+    """
+
+    def __init__(self, limit: float = 20.0) -> None:
+        self._event = threading.Event()
+        self.started = threading.Event()
+        self._limit = limit
+
+    def kernel(self, **kwargs: Any) -> Any:
+        from aclasync.sim import Kernel
+
+        def body() -> None:
+            self.started.set()
+            self._event.wait(self._limit)
+
+        return Kernel(fn=body, **kwargs)
+
+    def open(self) -> None:
+        self._event.set()
+
+
+def failing_call(code: int) -> Callable[..., int]:
+    """A stream-last call for ``Stream.launch`` that returns the ACL status *code*."""
+
+    def call(*_args: Any) -> int:
+        return code
+
+    call.__name__ = f"fails_with_{code}"
+    return call
+
+
+async def worker_caught_up(dev: Any) -> None:
+    """Return once the device worker has run every job submitted before this call."""
+    await dev.call(lambda: None)

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from frontend_support import Clock, Log, aclasync_threads, ms, opened
+from frontend_support import Gate, Log, aclasync_threads, ms, opened
 
 import aclasync
 from aclasync import StreamFlag
@@ -97,49 +97,58 @@ async def test_use_after_close_raises_closed_resource_error(rt: Any) -> None:
 
 async def test_aclose_waits_for_queued_work(rt: Any) -> None:
     log = Log()
+    gate = Gate()
     async with opened(rt) as dev:
         kernel = dev.acl.sim.launch_kernel
         s = await dev.create_stream()
-        s.launch(kernel, Kernel(duration_us=ms(150)))
+        s.launch(kernel, gate.kernel())
         s.launch(kernel, Kernel(fn=log.add("last")))
-        clock = Clock()
-        await s.aclose()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(s.aclose)
+            await anyio.wait_all_tasks_blocked()
+            assert log.snapshot() == []  # still waiting for the gate
+            gate.open()
         assert log.snapshot() == ["last"]
-        assert clock() >= 0.1
         assert s.closed
 
 
 async def test_cancelled_aclose_still_closes_and_keeps_queued_work(rt: Any) -> None:
     log = Log()
+    gate = Gate()
     async with opened(rt) as dev:
         kernel = dev.acl.sim.launch_kernel
         s = await dev.create_stream()
-        s.launch(kernel, Kernel(duration_us=ms(150)))
+        s.launch(kernel, gate.kernel())
         s.launch(kernel, Kernel(fn=log.add("last")))
-        with anyio.move_on_after(0.03) as scope:
+        with anyio.CancelScope() as scope:
+            scope.cancel()
             await s.aclose()
         assert scope.cancelled_caught
         assert s.closed
         with pytest.raises(anyio.ClosedResourceError):
             await s.synchronize()
+        gate.open()
         await dev.synchronize()
     assert log.snapshot() == ["last"]
 
 
 async def test_forced_aclose_drops_queued_work_without_waiting(rt: Any) -> None:
     log = Log()
-    clock = Clock()
-    async with opened(rt) as dev:
-        kernel = dev.acl.sim.launch_kernel
-        s = await dev.create_stream()
-        s.launch(kernel, Kernel(duration_us=ms(100)))
-        s.launch(kernel, Kernel(duration_us=ms(1000), fn=log.add("queued")))
-        clock.restart()
-        await s.aclose(force=True)
-        assert clock() < 0.5
-        assert s.closed
-        await s.aclose(force=True)  # idempotent
-    assert clock() < 0.8  # leaving the device did not run the dropped kernel either
+    gate = Gate()
+    try:
+        with anyio.fail_after(10):
+            async with opened(rt) as dev:
+                kernel = dev.acl.sim.launch_kernel
+                s = await dev.create_stream()
+                s.launch(kernel, gate.kernel())
+                s.launch(kernel, Kernel(fn=log.add("queued")))
+                await anyio.to_thread.run_sync(gate.started.wait, 10)
+                await s.aclose(force=True)  # returns with the gate still closed
+                assert s.closed
+                await s.aclose(force=True)  # idempotent
+                gate.open()  # the running kernel ends; the dropped one never runs
+    finally:
+        gate.open()
     assert log.snapshot() == []
 
 
@@ -166,7 +175,9 @@ async def test_default_stream(rt: Any) -> None:
 
 async def test_leaving_the_device_waits_for_work_and_joins_every_thread(rt: Any) -> None:
     log = Log()
+    gate = Gate()
     before = set(aclasync_threads())  # other runtimes' threads, if any
+
     async with opened(rt) as dev:
         worker = dev.worker_thread
         assert worker.is_alive()
@@ -176,9 +187,15 @@ async def test_leaving_the_device_waits_for_work_and_joins_every_thread(rt: Any)
         assert any(name.startswith("aclasync-sim-dev0") for name in started)
 
         s = await dev.create_stream()  # left open on purpose
-        s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=ms(80)))
+        s.launch(dev.acl.sim.launch_kernel, gate.kernel())
         s.launch(dev.acl.sim.launch_kernel, Kernel(fn=log.add("finished")))
         await s.record_event()  # an event left open too
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(dev.aclose)  # what leaving does; it waits for the gate
+            await anyio.wait_all_tasks_blocked()
+            assert log.snapshot() == []
+            assert worker.is_alive()
+            gate.open()
 
     assert not worker.is_alive()
     assert [t for t in aclasync_threads() if t not in before] == []
@@ -203,11 +220,13 @@ async def test_waiters_pending_while_the_device_closes_do_not_see_internal_error
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg, aclasync.open_device(0, backend=rt) as dev:
             s = await dev.create_stream()
-            s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=ms(100)))
+            gate = Gate()
+            s.launch(dev.acl.sim.launch_kernel, gate.kernel())
             ev = await s.record_event()
             tg.start_soon(wait, "stream", s.synchronize)
             tg.start_soon(wait, "event", ev.synchronize)
             await anyio.wait_all_tasks_blocked()
+            gate.open()
 
     # Leaving waits for the queued work, so finishing normally is right; a
     # ClosedResourceError is acceptable too. A runtime error from the teardown is not.

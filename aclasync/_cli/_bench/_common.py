@@ -49,12 +49,15 @@ class BenchConfig:
         Receives a line of text per step.
     scale:
         Multiplies every sample count and problem size (tests use tiny values).
+    seconds:
+        How long a timed benchmark (``soak``) runs per loop; ``None``: its default.
     """
 
     quick: bool
     loops: tuple[str, ...]
     progress: Progress
     scale: float = 1.0
+    seconds: float | None = None
 
     def size(self, full: int, quick: int, *, minimum: int = 1) -> int:
         """Return the full or quick size, times ``scale``, at least *minimum*."""

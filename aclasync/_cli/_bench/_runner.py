@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._loops import LOOPS, loop_unavailable
-from . import _launch, _model, _overhead, _pipeline, _ray, _scale, _sync_modes
+from . import _launch, _model, _overhead, _pipeline, _ray, _scale, _soak, _sync_modes
 from ._common import BenchConfig, Progress, Skip
 from ._plot import plot
 from ._report import describe_machine, write_json
@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark("pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run),
         Benchmark("model", "Model.run requests vs blocking execute in to_thread", _model.run),
         Benchmark("ray", "items/s on 1, 2 and 4 Ray NPU actors vs one device", _ray.run),
+        Benchmark("soak", "mixed load on 4 devices: RSS, threads, stalls, errors", _soak.run),
     )
 }
 
@@ -59,6 +60,7 @@ def run(
     plot_path: str | os.PathLike[str] | None = None,
     progress: Progress = stderr_progress,
     scale: float = 1.0,
+    seconds: float | None = None,
 ) -> dict[str, Any]:
     """Run benchmarks and return their results; blocks for seconds to minutes.
 
@@ -83,6 +85,8 @@ def run(
         Called with one line per step; by default printed to stderr and flushed.
     scale:
         Multiplies every sample count and size (for smoke tests: e.g. ``0.05``).
+    seconds:
+        Run time per loop of timed benchmarks (``soak``); ``None``: their default.
 
     Returns
     -------
@@ -101,7 +105,9 @@ def run(
         progress(f"loop {loop} skipped: {reason}")
     if not wanted:
         raise RuntimeError("none of the requested event loops is available")
-    cfg = BenchConfig(quick=quick, loops=wanted, progress=progress, scale=scale)
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"seconds must be > 0, got {seconds!r}")
+    cfg = BenchConfig(quick=quick, loops=wanted, progress=progress, scale=scale, seconds=seconds)
     started = time.perf_counter()
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     machine = describe_machine()

@@ -1,0 +1,219 @@
+"""``soak``: mixed load on four simulated devices for a while; does anything grow?
+
+On each loop: open 4 devices of one ``aclasync.sim.create(device_count=4)`` runtime
+and run, per device, a few client tasks in a loop: launches, event records and waits,
+stream and device syncs with and without timeouts, waits cancelled on purpose,
+buffer allocations and copies, short-lived streams, and a deliberately failing call
+now and then (whose ``AclError`` is expected). A 1 ms ticker in the same loop records
+how late it wakes. RSS (``/proc/self/statm``) and live threads are sampled at the
+start, after the warm-up (the first fifth of the run) and at the end.
+
+Targets: RSS flat after warm-up (growth under 5 MiB) and no unexpected error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import anyio
+
+import aclasync
+from aclasync import sim
+from aclasync.sim import Kernel
+
+from ._common import BenchConfig, check, column, run_on_loop
+from ._stats import percentile
+
+__all__ = ["run"]
+
+TITLE = "Soak: mixed load on 4 devices"
+DEVICES = 4
+CLIENTS_PER_DEVICE = 4
+#: What the deliberately failing call returns (ACL_ERROR_RT_PARAM_INVALID).
+EXPECTED_CODE = 107000
+_RSS_GROWTH_LIMIT_MIB = 5.0
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Run the soak on every loop of *cfg* (``cfg.seconds`` each); return the result."""
+    seconds = cfg.seconds if cfg.seconds is not None else (3.0 if cfg.quick else 30.0)
+    rows = []
+    checks = []
+    for loop in cfg.loops:
+        cfg.progress(f"soak [{loop}]: {seconds:g} s of mixed load on {DEVICES} devices")
+        row = run_on_loop(loop, _soak, seconds)
+        row["loop"] = loop
+        rows.append(row)
+        growth = row["rss_end_mib"] - row["rss_warm_mib"]
+        checks.append(
+            check(
+                f"RSS growth after warm-up, MiB [{loop}]",
+                growth,
+                f"< {_RSS_GROWTH_LIMIT_MIB:g}",
+                growth < _RSS_GROWTH_LIMIT_MIB,
+            )
+        )
+        unexpected = row["unexpected_errors"]
+        checks.append(check(f"unexpected errors [{loop}]", unexpected, "== 0", unexpected == 0))
+    return {
+        "title": TITLE,
+        "columns": [
+            column("loop", "loop"),
+            column("seconds", "s", ".1f"),
+            column("operations", "ops", "d"),
+            column("rss_start_mib", "RSS start MiB", ".1f"),
+            column("rss_warm_mib", "RSS warm MiB", ".1f"),
+            column("rss_end_mib", "RSS end MiB", ".1f"),
+            column("threads_start", "thr start", "d"),
+            column("threads_end", "thr end", "d"),
+            column("stall_p99_ms", "stall p99 ms", ".2f"),
+            column("stall_max_ms", "stall max ms", ".2f"),
+            column("expected_errors", "expected err", "d"),
+            column("unexpected_errors", "unexpected", "d"),
+            column("errors", "errors by type", ""),
+        ],
+        "rows": rows,
+        "checks": checks,
+        "chart": {"label": ["loop"], "value": "stall_p99_ms", "unit": "ms"},
+        "notes": [
+            "RSS from /proc/self/statm: at the start (devices open), after the warm-up "
+            "(a fifth of the run) and at the end; threads: threading.active_count().",
+            "stall: lateness of a 1 ms anyio.sleep ticker in the same loop.",
+            f"expected errors: the AclError {EXPECTED_CODE} of the deliberately failing "
+            "call and the AclTimeoutError of timed waits; anything else is unexpected "
+            "and listed by type.",
+        ],
+        "params": {"seconds": seconds, "devices": DEVICES, "clients": CLIENTS_PER_DEVICE},
+    }
+
+
+def _rss_mib() -> float:
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except OSError:  # not Linux: report nothing rather than a wrong figure
+        return float("nan")
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+async def _soak(seconds: float) -> dict[str, Any]:
+    acl = sim.create(device_count=DEVICES)
+    errors: Counter[str] = Counter()
+    counts = {"operations": 0, "expected": 0}
+    stop = anyio.Event()
+    ticks: list[float] = []
+    samples: dict[str, Any] = {}
+
+    async def client(dev: aclasync.Device, seed: int) -> None:
+        rng = random.Random(seed)
+        async with dev.create_stream() as stream:
+            host = await dev.alloc_host(4096)
+            device = await dev.alloc(4096)
+            try:
+                while not stop.is_set():
+                    try:
+                        await _operation(dev, stream, host, device, rng)
+                    except aclasync.AclError as exc:
+                        if isinstance(exc, aclasync.AclTimeoutError) or exc.code == EXPECTED_CODE:
+                            counts["expected"] += 1
+                        else:
+                            errors[type(exc).__name__] += 1
+                    except Exception as exc:  # counted, never hidden
+                        errors[type(exc).__name__] += 1
+                    counts["operations"] += 1
+            finally:
+                await host.aclose()
+                await device.aclose()
+
+    async with contextlib.AsyncExitStack() as stack:
+        devices = [
+            await stack.enter_async_context(aclasync.open_device(i, backend=acl))
+            for i in range(DEVICES)
+        ]
+        samples["rss_start"] = _rss_mib()
+        samples["threads_start"] = threading.active_count()
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_ticker, stop, ticks)
+            for i, dev in enumerate(devices):
+                for j in range(CLIENTS_PER_DEVICE):
+                    tg.start_soon(client, dev, i * 100 + j)
+            await anyio.sleep(seconds / 5)
+            samples["rss_warm"] = _rss_mib()
+            await anyio.sleep(seconds - seconds / 5)
+            stop.set()
+        elapsed = time.perf_counter() - started
+        samples["rss_end"] = _rss_mib()
+        samples["threads_end"] = threading.active_count()
+    acl.sim.close()
+    return {
+        "seconds": elapsed,
+        "operations": counts["operations"],
+        "rss_start_mib": samples["rss_start"],
+        "rss_warm_mib": samples["rss_warm"],
+        "rss_end_mib": samples["rss_end"],
+        "threads_start": samples["threads_start"],
+        "threads_end": samples["threads_end"],
+        "stall_p99_ms": percentile(ticks, 99) * 1e3,
+        "stall_max_ms": max(ticks) * 1e3,
+        "expected_errors": counts["expected"],
+        "unexpected_errors": sum(errors.values()),
+        "errors": ", ".join(f"{name}: {n}" for name, n in sorted(errors.items())) or "-",
+    }
+
+
+async def _operation(
+    dev: aclasync.Device,
+    stream: aclasync.Stream,
+    host: aclasync.HostBuffer,
+    device: aclasync.DeviceBuffer,
+    rng: random.Random,
+) -> None:
+    launch = dev.acl.sim.launch_kernel
+    choice = rng.randrange(10)
+    if choice < 3:
+        for _ in range(rng.randint(1, 8)):
+            stream.launch(launch, Kernel(duration_us=rng.uniform(10, 200)))
+        await stream.synchronize(timeout=rng.choice([None, 1.0]))
+    elif choice == 3:
+        stream.launch(launch, Kernel(duration_us=rng.uniform(10, 300)))
+        event = await stream.record_event()
+        await event.synchronize()
+        await event.aclose()
+    elif choice == 4:
+        stream.launch(launch, Kernel(duration_us=2000))
+        with anyio.move_on_after(rng.uniform(0, 0.001)):  # abandoned on purpose
+            await stream.synchronize()
+    elif choice == 5:
+        stream.memcpy(device, host)
+        stream.memcpy(host, device)
+        await stream.synchronize()
+    elif choice == 6:
+        async with dev.create_stream() as extra:
+            extra.launch(launch, Kernel(duration_us=50))
+            await extra.synchronize()
+    elif choice == 7:
+        buffer = await dev.alloc(rng.choice([256, 65536, 1 << 20]))
+        await buffer.aclose()
+    elif choice == 8:
+        stream.launch(_failing_call)
+        await stream.synchronize()
+    else:
+        await dev.synchronize(timeout=1.0)
+
+
+def _failing_call(*_: Any) -> int:
+    return EXPECTED_CODE
+
+
+async def _ticker(stop: anyio.Event, lateness: list[float]) -> None:
+    while not stop.is_set():
+        start = time.perf_counter()
+        await anyio.sleep(0.001)
+        lateness.append(time.perf_counter() - start - 0.001)

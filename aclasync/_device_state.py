@@ -1,0 +1,385 @@
+"""The one object that streams, events and buffers of a device talk to.
+
+``DeviceState`` owns the device's worker, its open/closed/broken state and the
+reporting of failures. Everything the front end asks of a device goes through one of
+its methods: a round trip, a launch, a fence or an event watch, a creation, a release.
+
+The error-delivery rule
+-----------------------
+A *failure* is a non-zero status (or an exception) from a call queued with
+``Stream.launch`` and friends, or a kernel failure the runtime reports through
+``synchronize_stream``. The worker sees it, numbers it and keeps it with its stream.
+
+1. Each failure is reported exactly once.
+2. It is raised by the first await on that stream (any awaitable method of the stream,
+   or of an event recorded on it) or on the device (``Device.synchronize``) that
+   completes after the worker has seen it. An await whose own call fails raises its
+   own error and leaves queued failures for the next one.
+3. An abandoned wait (cancelled, or its ``timeout=`` expired) never consumes one.
+4. Several failures known at once are raised one per await, oldest first (in the order
+   the worker saw them; across streams for ``Device.synchronize``). Each await then
+   raises a plain ``AclError`` that ``except AclError`` catches, and a cause stays ahead
+   of the failures it provoked.
+5. Whatever is still unreported when a stream or the device closes is raised by that
+   close: one failure as itself, several as an ``ExceptionGroup`` (a close is the last
+   chance, so it must report them all at once).
+6. A close that runs while another exception propagates (``async with`` exiting on an
+   exception, or a cancelled ``aclose``) never replaces it: the unreported failures are
+   added to it as notes.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import anyio.lowlevel
+
+from ._errors import AclTimeoutError, report
+from ._lanes import Lane
+from ._loop import current_delivery
+from ._options import WorkerOptions
+from ._pyacl.codes import ErrorCode
+from ._worker import DeviceWorker
+
+__all__ = ["DeviceState"]
+
+_T = TypeVar("_T")
+
+
+class DeviceState:
+    """Shared state of one open device (see the module docstring for the error rule)."""
+
+    def __init__(self, acl: Any, device_id: int, options: WorkerOptions) -> None:
+        self.acl = acl
+        self.device_id = device_id
+        self.worker = DeviceWorker(acl, device_id, options)
+        self.closed = False
+        #: Streams whose failures the device reports: the default one and every open one.
+        self._lanes: dict[Lane, None] = {self.worker.default_lane: None}
+        self._close_done: anyio.Event | None = None
+
+    @property
+    def default_lane(self) -> Lane:
+        return self.worker.default_lane
+
+    def gone(self) -> bool:
+        """Closed or broken: nothing is left to release through the worker."""
+        return self.closed or self.worker.death is not None
+
+    def check_open(self) -> None:
+        """Raise ``ClosedResourceError`` once closed, a fresh ``DeviceBrokenError`` once
+        its worker died."""
+        if self.closed:
+            raise anyio.ClosedResourceError(f"device {self.device_id} is closed")
+        if self.worker.death is not None:
+            raise self.worker.broken_error()
+
+    # -- round trips -----------------------------------------------------------------
+
+    async def roundtrip(self, fn: Callable[[], _T]) -> _T:
+        """Run ``fn()`` on the worker and return its result (or raise its exception).
+
+        Cancellation abandons the wait; ``fn`` still runs, in order.
+        """
+        self.check_open()
+        waiter = current_delivery().new_waiter()
+        self.worker.call(fn, waiter)
+        result: _T = await waiter.wait()
+        return result
+
+    async def create(self, make: Callable[[], _T], release: Callable[[_T], Awaitable[None]]) -> _T:
+        """Make a resource on the worker, never leaking it to a cancellation.
+
+        The round trip is shielded; if the caller was cancelled meanwhile, the new
+        resource is released again (also shielded) before the cancellation goes on.
+        """
+        with anyio.CancelScope(shield=True):
+            made = await self.roundtrip(make)
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await release(made)
+            raise
+        return made
+
+    async def lane_call(self, lane: Lane, fn: Callable[[], _T]) -> _T:
+        """A round trip for a stream, then the stream's oldest unreported failure."""
+        result = await self.roundtrip(fn)
+        self.report(lane)
+        return result
+
+    def launch(
+        self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None = None
+    ) -> None:
+        """Queue ``fn(*args, stream)`` on the worker; never blocks."""
+        self.check_open()
+        self.worker.launch(lane, fn, args, api)
+
+    def post(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` on the worker without waiting for it (nothing to report)."""
+        if not self.gone():
+            try:  # noqa: SIM105 - a worker that just died released everything itself
+                self.worker.call(fn, None)
+            except anyio.BrokenResourceError:
+                pass
+
+    # -- waits -----------------------------------------------------------------------
+
+    async def fence(self, lane: Lane, timeout: float | None, api: str) -> None:
+        """Wait for the work queued on *lane* so far, then report its oldest failure."""
+        self.check_open()
+        waiter = current_delivery().new_waiter()
+        self.worker.fence(lane, waiter)
+        if timeout is None:
+            await waiter.wait()
+        else:
+            await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=False))
+        self.report(lane)
+
+    async def watch(
+        self, lane: Lane, event: int, seq: int, timeout: float | None, api: str
+    ) -> None:
+        """Wait for an event recorded on *lane*, then report the stream's oldest failure."""
+        self.check_open()
+        waiter = current_delivery().new_waiter()
+        self.worker.watch(lane, event, seq, waiter)
+        if timeout is None:
+            await waiter.wait()
+        else:
+            await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=True))
+        self.report(lane)
+
+    async def synchronize(self, timeout: float | None) -> None:
+        """Wait for every stream of the device; report the device's oldest failure."""
+        self.check_open()
+        delivery = current_delivery()
+        waiters = []
+        for lane in self._lanes:
+            waiter = delivery.new_waiter()
+            self.worker.fence(lane, waiter)
+            waiters.append(waiter)
+        on_timeout = self._timeout("aclasync.Device.synchronize", timeout, None, event=False)
+        deadline = None if timeout is None else anyio.current_time() + timeout
+        try:
+            for waiter in waiters:
+                left = None if deadline is None else max(0.0, deadline - anyio.current_time())
+                await waiter.wait(left, on_timeout=on_timeout)
+        except BaseException:
+            for waiter in waiters:
+                waiter.abandoned = True
+            raise
+        self.report_device()
+
+    def _timeout(
+        self, api: str, timeout: float | None, lane: Lane | None, *, event: bool
+    ) -> Callable[[], BaseException]:
+        def make() -> BaseException:
+            code = (
+                ErrorCode.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT
+                if event
+                else ErrorCode.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+            )
+            return AclTimeoutError(
+                int(code),
+                api,
+                device=self.device_id,
+                stream=None if lane is None else lane.handle,
+                detail=f"timeout={timeout}s expired",
+            )
+
+        return make
+
+    # -- reporting -------------------------------------------------------------------
+
+    def report(self, lane: Lane) -> None:
+        """Raise the stream's oldest unreported failure, if any."""
+        if lane.errors:
+            raise lane.errors.popleft()[1]
+
+    def report_device(self) -> None:
+        """Raise the device's oldest unreported failure (any stream, or orphaned)."""
+        oldest: deque[tuple[int, BaseException]] | None = None
+        for queue in (*(lane.errors for lane in self._lanes), self.worker.orphan_errors):
+            if queue and (oldest is None or queue[0][0] < oldest[0][0]):
+                oldest = queue
+        if oldest is not None:
+            raise oldest.popleft()[1]
+
+    def _take_all(self, queues: list[deque[tuple[int, BaseException]]]) -> list[BaseException]:
+        found = []
+        for queue in queues:
+            while queue:
+                found.append(queue.popleft())
+        return [error for _, error in sorted(found, key=lambda item: item[0])]
+
+    # -- creation and release --------------------------------------------------------
+
+    async def create_stream(self, priority: int, flags: int, fast_sync: bool) -> Lane:
+        """Create a stream (cancellation-safe, see ``create``)."""
+        make = functools.partial(self.worker.create_stream, priority, flags, fast_sync)
+        lane = await self.create(make, self._drop_lane)
+        self._lanes[lane] = None
+        return lane
+
+    async def _drop_lane(self, lane: Lane) -> None:
+        close = functools.partial(self.worker.close_stream, lane, force=True, reported=False)
+        await self.roundtrip(close)
+
+    async def close_stream(
+        self, lane: Lane, *, force: bool, propagating: BaseException | None
+    ) -> None:
+        """Destroy a stream and report what it still holds (rules 5 and 6).
+
+        Without *force*, first wait for its queued work; if that wait is cancelled
+        the stream is destroyed on the worker after its work anyway, the failures
+        known by then become notes on the cancellation, and later ones go to the
+        device. Quiet when the device is closed or broken: the device released it.
+        """
+        if self.gone():
+            await anyio.lowlevel.checkpoint()
+            return
+        if not force:
+            waiter = current_delivery().new_waiter()
+            self.worker.fence(lane, waiter)
+            try:
+                await waiter.wait()
+            except BaseException as exc:
+                if self.gone() and isinstance(
+                    exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)
+                ):
+                    return  # the device closed meanwhile and released the stream
+                self._lanes.pop(lane, None)
+                report(self._take_all([lane.errors]), exc)
+                close = functools.partial(
+                    self.worker.close_stream, lane, force=False, reported=False
+                )
+                self.post(close)
+                raise
+        close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.roundtrip(close)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                if self.gone():
+                    return
+                raise
+        self._lanes.pop(lane, None)
+        errors = self._take_all([lane.errors])
+        await self._finish_close(errors, propagating)
+
+    async def _finish_close(
+        self, errors: list[BaseException], propagating: BaseException | None
+    ) -> None:
+        if propagating is None:
+            try:
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            except BaseException as exc:
+                report(errors, exc)
+                raise
+        report(errors, propagating)
+
+    async def record(self, lane: Lane, timing: bool) -> tuple[int, int]:
+        """Record an event on *lane*: ``(handle, seq)``; cancellation-safe."""
+        make = functools.partial(self.worker.record, lane, timing)
+
+        async def give_back(made: tuple[int, int]) -> None:
+            self.forget_event(lane, *made)
+            await anyio.lowlevel.checkpoint()
+
+        handle, seq = await self.create(make, give_back)
+        if lane.errors:  # reported instead of returning the event: give it back
+            self.forget_event(lane, handle, seq)
+            self.report(lane)
+        return handle, seq
+
+    def forget_event(self, lane: Lane, handle: int, seq: int) -> None:
+        """Give an event back (its pending waits fail); never blocks."""
+        self.post(functools.partial(self.worker.forget_event, lane, handle, seq))
+
+    async def alloc(self, nbytes: int, *, host: bool) -> int:
+        """Allocate memory (cancellation-safe); the worker owns it until ``free``."""
+        return await self.create(functools.partial(self.worker.alloc, nbytes, host=host), self.free)
+
+    async def free(self, ptr: int) -> None:
+        """Free memory from ``alloc``; shielded. Quiet once the device released it."""
+        if self.gone():
+            await anyio.lowlevel.checkpoint()
+            return
+        with anyio.CancelScope(shield=True):
+            await self.roundtrip(functools.partial(self.worker.free, ptr))
+
+    async def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
+        """The stream's overflow-status buffer (freed with the stream)."""
+        with anyio.CancelScope(shield=True):
+            ptr = await self.roundtrip(functools.partial(self.worker.overflow_buffer, lane, nbytes))
+        return ptr
+
+    # -- the device's life -----------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the worker and set the device; cancellation-safe (closes again)."""
+        waiter = current_delivery().new_waiter()
+        self.worker.start(waiter)
+        try:
+            with anyio.CancelScope(shield=True):
+                await waiter.wait()
+        except BaseException:
+            self.closed = True
+            self._close_done = anyio.Event()
+            self._stop_quietly()
+            self._close_done.set()
+            raise
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException as exc:
+            await self.aclose(exc)
+            raise
+
+    def _stop_quietly(self) -> None:
+        """After a failed ``set_device``: end the thread (nothing to release)."""
+        if self.worker.death is None:
+            self.worker.stop(current_delivery().new_waiter())
+        self.worker.thread.join()
+
+    async def aclose(self, propagating: BaseException | None = None) -> None:
+        """Close the device (rules 5 and 6); a concurrent second close waits too."""
+        if self._close_done is not None:
+            await self._close_done.wait()
+            return
+        self.closed = True
+        done = self._close_done = anyio.Event()
+        errors: list[BaseException] = []
+        try:
+            with anyio.CancelScope(shield=True):
+                worker = self.worker
+                if worker.death is None:
+                    waiter = current_delivery().new_waiter()
+                    try:
+                        worker.stop(waiter)
+                        errors.extend(await waiter.wait())
+                    except anyio.BrokenResourceError as exc:  # it died tearing down
+                        errors.append(exc)
+                    await _join(worker.thread)
+                # After a death the thread releases what it can (reset_device waits
+                # for work still running) and ends by itself: nobody waits for it.
+                queues = [lane.errors for lane in self._lanes]
+                errors[:0] = self._take_all([*queues, worker.orphan_errors])
+                self._lanes.clear()
+                if worker.death is not None and not worker.death_reported:
+                    errors.append(worker.broken_error())
+        finally:
+            done.set()
+        await self._finish_close(errors, propagating)
+
+
+async def _join(thread: threading.Thread) -> None:
+    """Join a worker that has answered its stop without blocking the event loop."""
+    thread.join(0.005)  # its last act was that answer: it ends at once
+    while thread.is_alive():  # noqa: ASYNC110 - a thread's end is not awaitable
+        await anyio.sleep(0.001)

@@ -1,0 +1,167 @@
+"""The runtime handles one device holds: streams, events, memory.
+
+``Handles`` belongs to the device worker and is only ever used on its thread: it is
+the one owner of every handle the device made, and the one place that releases them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ._errors import AclError
+from ._lanes import Lane
+
+__all__ = ["Handles"]
+
+
+class Handles:
+    """Streams (as ``Lane``), the event pools, recorded events and memory of a device."""
+
+    def __init__(self, rt: Any, device_id: int, default_lane: Lane) -> None:
+        self._rt = rt
+        self._device_id = device_id
+        self.lanes: dict[int, Lane] = {0: default_lane}
+        #: Events that fence syncs record, reused.
+        self.fence_pool: list[int] = []
+        self._event_pool: dict[bool, list[int]] = {False: [], True: []}
+        self._events: dict[int, bool] = {}  # recorded events the user holds: timing
+        #: Address: the pyACL call that frees it, and that call's name for errors.
+        self._memory: dict[int, tuple[Callable[[int], int], str]] = {}
+
+    def error(self, code: int, api: str, lane: Lane | None = None) -> AclError:
+        """The ``AclError`` for a status of this device (and stream)."""
+        stream = None if lane is None else lane.handle
+        return AclError.from_status(code, api, device=self._device_id, stream=stream)
+
+    def check(self, ret: int, api: str, lane: Lane | None = None) -> None:
+        if ret:
+            raise self.error(ret, api, lane)
+
+    # -- making ----------------------------------------------------------------------
+
+    def create_stream(self, priority: int, flags: int, fast_sync: bool) -> Lane:
+        """Create a stream with ``create_stream_with_config``."""
+        handle, ret = self._rt.create_stream_with_config(priority, flags)
+        self.check(ret, "acl.rt.create_stream_with_config")
+        lane = self.lanes[handle] = Lane(handle, fast_sync=fast_sync)
+        return lane
+
+    def fence_event(self) -> tuple[int, int]:
+        """An event for a fence: ``(handle, ret)``, from the pool or new."""
+        if self.fence_pool:
+            return self.fence_pool.pop(), 0
+        event, ret = self._rt.create_event()
+        return int(event), int(ret)
+
+    def record(self, lane: Lane, timing: bool) -> int:
+        """Record a pooled (or new) event on *lane*; raise ``AclError`` if that fails.
+
+        A failed record puts the event back in the pool: it is never handed out.
+        """
+        pool = self._event_pool[timing]
+        if pool:
+            event = pool.pop()
+        else:
+            event, ret = self._rt.create_event()
+            self.check(ret, "acl.rt.create_event", lane)
+        ret = self._rt.record_event(event, lane.handle)
+        if ret:
+            pool.append(event)
+            self.check(ret, "acl.rt.record_event", lane)
+        self._events[event] = timing
+        return int(event)
+
+    def give_back_event(self, event: int) -> bool:
+        """Return a recorded event to its pool; False if it was not handed out."""
+        timing = self._events.pop(event, None)
+        if timing is None:
+            return False
+        self._event_pool[timing].append(event)
+        return True
+
+    def alloc(self, nbytes: int, *, host: bool) -> int:
+        """Allocate device (``malloc``) or pinned host (``malloc_host``) memory."""
+        rt = self._rt
+        if host:
+            ptr, ret = rt.malloc_host(nbytes)
+            self.check(ret, "acl.rt.malloc_host")
+            self._memory[int(ptr)] = (rt.free_host, "acl.rt.free_host")
+        else:
+            ptr, ret = rt.malloc(nbytes, 0)
+            self.check(ret, "acl.rt.malloc")
+            self._memory[int(ptr)] = (rt.free, "acl.rt.free")
+        return int(ptr)
+
+    def free(self, ptr: int, lane: Lane | None = None) -> AclError | None:
+        """Free memory from ``alloc``; the error if that fails, None if not ours."""
+        owned = self._memory.pop(ptr, None)
+        if owned is None:
+            return None
+        free, api = owned
+        ret = free(ptr)
+        return self.error(ret, api, lane) if ret else None
+
+    # -- releasing everything --------------------------------------------------------
+
+    def release_all(self, *, reset: bool) -> list[AclError]:
+        """Destroy every event, free all memory, destroy every stream, reset the device.
+
+        For a normal close, after the streams went idle. Every release is attempted;
+        the failures are returned.
+        """
+        rt = self._rt
+        failures: list[AclError] = []
+
+        def release(ret: int, api: str, lane: Lane | None = None) -> None:
+            if ret:
+                failures.append(self.error(ret, api, lane))
+
+        for event in self._all_events():
+            release(rt.destroy_event(event), "acl.rt.destroy_event")
+        for ptr in list(self._memory):
+            error = self.free(ptr)
+            if error is not None:
+                failures.append(error)
+        for lane in self.lanes.values():
+            if lane.handle:
+                release(rt.destroy_stream(lane.handle), "acl.rt.destroy_stream", lane)
+            lane.closed = True
+        self.lanes.clear()
+        if reset:
+            release(rt.reset_device(self._device_id), "acl.rt.reset_device")
+        return failures
+
+    def release_after_death(self, *, reset: bool) -> None:
+        """Best effort after the worker died: nothing may stay set or allocated.
+
+        Streams go with ``destroy_stream_force`` (queued work is dropped); any call
+        that raises is skipped and the rest still run.
+        """
+        rt = self._rt
+        releases: list[Callable[[], Any]] = [
+            functools.partial(rt.destroy_event, event) for event in self._all_events()
+        ]
+        releases += [functools.partial(free, ptr) for ptr, (free, _) in self._memory.items()]
+        releases += [
+            functools.partial(rt.destroy_stream_force, handle) for handle in self.lanes if handle
+        ]
+        if reset:
+            releases.append(functools.partial(rt.reset_device, self._device_id))
+        for release in releases:
+            try:  # noqa: SIM105 - keep releasing whatever one call does
+                release()
+            except Exception:
+                pass
+        self._memory.clear()
+        for lane in self.lanes.values():
+            lane.closed = True
+
+    def _all_events(self) -> list[int]:
+        events = [e for pool in self._event_pool.values() for e in pool]
+        events += [*self._events, *self.fence_pool]
+        self._event_pool = {False: [], True: []}
+        self._events.clear()
+        self.fence_pool.clear()
+        return events

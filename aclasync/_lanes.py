@@ -1,0 +1,85 @@
+"""The worker's bookkeeping for one stream: its watched events and its unreported failures."""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+
+from ._loop import Waiter
+
+__all__ = ["Lane", "Watch"]
+
+#: A watch purges abandoned waiters once it holds this many (then twice the survivors).
+_PURGE_FLOOR = 16
+
+
+class Watch:
+    """An event the worker watches for some waiters (a fence when ``fence`` is set)."""
+
+    __slots__ = ("_limit", "event", "fence", "launches", "seq", "waiters")
+
+    def __init__(self, event: int, seq: int, *, fence: bool, launches: int) -> None:
+        self.event = event
+        self.seq = seq
+        self.fence = fence
+        self.launches = launches
+        self.waiters: list[Waiter] = []
+        self._limit = _PURGE_FLOOR
+
+    def add(self, waiter: Waiter) -> None:
+        """Add a waiter in amortised O(1).
+
+        Abandoned waiters are dropped only when the list has doubled since the last
+        purge, so a long-lived watch polled with short timeouts stays small without
+        every registration paying for a rebuild.
+        """
+        waiters = self.waiters
+        if len(waiters) >= self._limit:
+            waiters = self.waiters = [w for w in waiters if not w.abandoned]
+            self._limit = max(_PURGE_FLOOR, 2 * len(waiters))
+        waiters.append(waiter)
+
+
+class Lane:
+    """One stream as the device worker sees it.
+
+    The worker owns every field but ``errors``: it appends failures there (with a
+    device-wide sequence number, so the device can report them in the order it saw
+    them) and the event loop pops them when it reports them.
+    """
+
+    __slots__ = (
+        "aborted",
+        "closed",
+        "errors",
+        "fast_sync",
+        "forced",
+        "handle",
+        "launches",
+        "overflow_buffer",
+        "records",
+        "watches",
+    )
+
+    def __init__(self, handle: int, *, fast_sync: bool) -> None:
+        self.handle = handle
+        self.fast_sync = fast_sync
+        self.launches = 0
+        self.records = 0
+        self.watches: list[Watch] = []
+        self.errors: deque[tuple[int, BaseException]] = deque()
+        self.overflow_buffer = 0
+        self.closed = False
+        #: Stopped by FailureMode.STOP: its 107023 refusals were reported once.
+        self.aborted = False
+        #: Closed with ``destroy_stream_force``: its queued work may never have run.
+        self.forced = False
+
+    def next_seq(self) -> int:
+        """Number the next point recorded on the stream (events and fences)."""
+        self.records += 1
+        return self.records
+
+    def find(self, seq: int) -> int:
+        """Index in ``watches`` where the record number *seq* is or would go."""
+        return bisect.bisect_left(self.watches, seq, key=lambda w: w.seq)

@@ -1,0 +1,71 @@
+"""Tuning options of a device worker."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Literal
+
+__all__ = ["WorkerOptions"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkerOptions:
+    """Tuning of a device worker.
+
+    Parameters
+    ----------
+    wait_slice_ms:
+        Longest time the worker blocks in ``synchronize_event_with_timeout`` while
+        waiting quietly for default-mode streams; a job submitted meanwhile waits at
+        most this long (pyACL timeouts are whole milliseconds).
+    busy_poll_us, busy_window_ms:
+        After jobs arrived in the last ``busy_window_ms``, the worker polls every
+        ``busy_poll_us`` (waking at once for new jobs) instead of blocking in slices.
+    fast_sync_poll_us:
+        Interval at which the worker polls while a FAST_SYNC stream has waiters
+        (lower latency, more CPU: the documented FAST_SYNC trade-off).
+    cpu:
+        Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
+        thread that opens the device (the event loop's) and the worker to the CPU that
+        thread is running on. Loop and worker on one CPU save two cross-CPU wake-ups
+        per round trip (an idle-stream sync drops from about 60 to about 30 us on a
+        two-vCPU VM, see benchmarks/README.md), at the price of sharing that CPU.
+    """
+
+    wait_slice_ms: int = 1
+    busy_poll_us: float = 250.0
+    busy_window_ms: float = 50.0
+    fast_sync_poll_us: float = 20.0
+    cpu: int | Literal["loop"] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.wait_slice_ms, bool) or not isinstance(self.wait_slice_ms, int):
+            raise TypeError("wait_slice_ms must be an int (milliseconds)")
+        if self.wait_slice_ms < 1:
+            raise ValueError(f"wait_slice_ms must be >= 1, got {self.wait_slice_ms}")
+        for name in ("busy_poll_us", "fast_sync_poll_us"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.busy_window_ms >= 0:
+            raise ValueError(f"busy_window_ms must be >= 0, got {self.busy_window_ms!r}")
+        if self.cpu == "loop":
+            if not hasattr(os, "sched_setaffinity"):
+                raise ValueError("cpu='loop' needs os.sched_setaffinity (Linux)")
+        elif self.cpu is not None and self.cpu not in os.sched_getaffinity(0):
+            raise ValueError(f"cpu {self.cpu!r} is not available to this process")
+
+    def resolve_cpu(self) -> int | None:
+        """The CPU to pin the worker to; for ``"loop"``, pin the calling thread too."""
+        if self.cpu != "loop":
+            return self.cpu
+        cpu = _current_cpu()
+        os.sched_setaffinity(0, {cpu})
+        return cpu
+
+
+def _current_cpu() -> int:
+    """The CPU the calling thread runs on (Linux: field 39 of /proc/thread-self/stat)."""
+    with open("/proc/thread-self/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[36])
