@@ -31,6 +31,7 @@ if _typing.TYPE_CHECKING:
     from ._device import Device as Device
     from ._device import StreamCreation as StreamCreation
     from ._device import open_device as open_device
+    from ._device_pool import DevicePool as DevicePool
     from ._errors import AclasyncError as AclasyncError
     from ._errors import AclError as AclError
     from ._errors import AclTimeoutError as AclTimeoutError
@@ -43,6 +44,8 @@ if _typing.TYPE_CHECKING:
     from ._pyacl.constants import MemcpyKind as MemcpyKind
     from ._pyacl.constants import StreamFlag as StreamFlag
     from ._stream import Stream as Stream
+    from ._stream_pool import PoolStatistics as PoolStatistics
+    from ._stream_pool import StreamPool as StreamPool
     from ._worker import WorkerOptions as WorkerOptions
 
 #: Where each public name lives: its module, relative to this package.
@@ -53,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "BackendUnavailableError": "._errors",
     "Device": "._device",
     "DeviceBrokenError": "._errors",
+    "DevicePool": "._device_pool",
     "DeviceBuffer": "._buffers",
     "ErrorCode": "._pyacl.codes",
     "Event": "._event",
@@ -60,9 +64,11 @@ _EXPORTS: dict[str, str] = {
     "FailureMode": "._pyacl.constants",
     "HostBuffer": "._buffers",
     "MemcpyKind": "._pyacl.constants",
+    "PoolStatistics": "._stream_pool",
     "Stream": "._stream",
     "StreamCreation": "._device",
     "StreamFlag": "._pyacl.constants",
+    "StreamPool": "._stream_pool",
     "WorkerOptions": "._worker",
     "open_device": "._device",
 }
@@ -75,15 +81,18 @@ __all__ = [
     "Device",
     "DeviceBrokenError",
     "DeviceBuffer",
+    "DevicePool",
     "ErrorCode",
     "Event",
     "EventFlag",
     "FailureMode",
     "HostBuffer",
     "MemcpyKind",
+    "PoolStatistics",
     "Stream",
     "StreamCreation",
     "StreamFlag",
+    "StreamPool",
     "WorkerOptions",
     "__version__",
     "open_device",

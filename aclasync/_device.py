@@ -17,6 +17,7 @@ from ._factory import AsyncResource
 from ._loop import current_delivery
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
+from ._stream_pool import StreamPool, stream_pool
 from ._waits import check_timeout, timeout_error, unpack_call, unpack_wait
 from ._worker import DeviceWorker, Lane, WorkerOptions
 
@@ -311,6 +312,12 @@ class Device(AsyncResource):
         self._buffers.clear()
         if failures:
             raise AclError(*failures[0], device=self._id)
+
+    def stream_pool(
+        self, size: int, *, flags: StreamFlag | int = 0, priority: int = 0
+    ) -> StreamPool:
+        """Return an unopened ``StreamPool`` of *size* streams; open it with ``async with``."""
+        return stream_pool([self], size, flags=flags, priority=priority)
 
 
 class StreamCreation:
