@@ -1,0 +1,180 @@
+"""The ASGI example under uvicorn (asyncio, uvloop) and hypercorn (trio), driven over HTTP.
+
+Each test starts the real server as a subprocess and talks to it with
+``httpx.AsyncClient``: every answer is checked, ``/health`` must stay responsive under
+load, the pool's out-of-order counter must stay 0, and SIGTERM in the middle of the
+load must end every request in a 200, a 503 or a refused connection.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import httpx
+from conftest import run_server
+
+REQUESTS = 400
+CONCURRENCY = 64
+CLIENT_LIMIT_S = 40.0
+T = TypeVar("T")
+
+
+def run_bounded(fn: Callable[[], Awaitable[T]]) -> T:
+    """Run the client side on asyncio, failing (instead of hanging) after a limit."""
+
+    async def bounded() -> T:
+        with anyio.fail_after(CLIENT_LIMIT_S):
+            return await fn()
+
+    return anyio.run(bounded)
+
+
+def expected(n: int) -> int:
+    return (n - 1) * n * (2 * n - 1) // 6
+
+
+def p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def metric(text: str, name: str) -> float:
+    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    assert found, f"{name} missing from /metrics:\n{text}"
+    return float(found.group(1))
+
+
+def client() -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=CONCURRENCY + 2)
+    return httpx.AsyncClient(limits=limits, timeout=20.0)
+
+
+def probe_health(url: str, into: list[float], stop: threading.Event, count: int = 0) -> None:
+    """On a thread of its own, time ``GET /health`` (every 5 ms) until *stop* or *count*.
+
+    A thread, so that the latency measured is the server's and not the wait for the
+    client's own event loop, which the 64 load workers keep busy.
+    """
+    with httpx.Client(timeout=20.0) as http:
+        while not stop.is_set() and (count == 0 or len(into) < count):
+            began = time.perf_counter()
+            response = http.get(f"{url}/health")
+            into.append(time.perf_counter() - began)
+            assert response.status_code == 200
+            stop.wait(0.005)
+
+
+def test_load_is_answered_correctly_and_health_stays_fast(
+    server_kind: tuple[str, str], tmp_path: Path
+) -> None:
+    server_name, loop = server_kind
+    with run_server(server_name, loop, tmp_path, "--kernel-ms", "10") as server:
+        rng = random.Random(7)
+        jobs = [rng.randrange(0, 5000) for _ in range(REQUESTS)]
+        wrong: list[tuple[int, int, str]] = []
+        idle: list[float] = []
+        loaded: list[float] = []
+        stop = threading.Event()
+        probe_health(server.url, idle, stop, count=60)
+
+        async def drive() -> str:
+            async with client() as http:
+
+                async def worker() -> None:
+                    while jobs:
+                        n = jobs.pop()
+                        response = await http.post(f"{server.url}/infer", json={"n": n})
+                        body = response.json()
+                        if response.status_code != 200 or body.get("result") != expected(n):
+                            wrong.append((n, response.status_code, response.text))
+
+                async with anyio.create_task_group() as workers:
+                    for _ in range(CONCURRENCY):
+                        workers.start_soon(worker)
+                return (await http.get(f"{server.url}/metrics")).text
+
+        prober = threading.Thread(target=probe_health, args=(server.url, loaded, stop))
+        prober.start()
+        try:
+            metrics = run_bounded(drive)
+        finally:
+            stop.set()
+            prober.join()
+        server.terminate()
+        assert server.wait() == 0
+        log = server.log()
+    assert wrong == []
+    assert metric(metrics, "aclasync_pool_grants_out_of_order_total") == 0
+    assert metric(metrics, "aclasync_pool_grants_total") == REQUESTS
+    assert metric(metrics, "aclasync_pool_waits_total") > 0  # 64 clients, 8 streams
+    assert metric(metrics, 'aclasync_serve_responses_total{status="200"}') == REQUESTS
+    assert len(loaded) >= 20
+    idle_p99, loaded_p99 = p99(idle), p99(loaded)
+    assert loaded_p99 <= max(5 * idle_p99, 0.050), (idle_p99, loaded_p99)
+    assert "Traceback" not in log, log
+
+
+def test_sigterm_mid_load_ends_every_request_cleanly(
+    server_kind: tuple[str, str], tmp_path: Path
+) -> None:
+    server_name, loop = server_kind
+    args = ("--kernel-ms", "10", "--drain-s", "5", "--linger-s", "0.5")
+    with run_server(server_name, loop, tmp_path, *args) as server:
+        outcomes: dict[str, int] = {"200": 0, "503": 0, "refused": 0}
+        broken: list[str] = []
+        finished = 0
+        sent = 0
+        t_sig: list[float] = []
+
+        async def drive() -> None:
+            nonlocal finished, sent
+            signalled = anyio.Event()
+
+            async def worker(http: httpx.AsyncClient) -> None:
+                nonlocal finished, sent
+                rng = random.Random()
+                while sent < REQUESTS:
+                    n = rng.randrange(0, 5000)
+                    sent += 1
+                    try:
+                        response = await http.post(f"{server.url}/infer", json={"n": n})
+                    except httpx.ConnectError:
+                        outcomes["refused"] += 1
+                        return
+                    except httpx.HTTPError as exc:
+                        since = time.monotonic() - t_sig[0] if t_sig else math.nan
+                        broken.append(f"{exc!r} {since:.3f} s after SIGTERM")
+                        return
+                    finished += 1
+                    if response.status_code == 200 and response.json()["result"] == expected(n):
+                        outcomes["200"] += 1
+                    elif response.status_code == 503:
+                        outcomes["503"] += 1
+                        return  # told to go away: a client backs off
+                    else:
+                        broken.append(f"{response.status_code} {response.text}")
+                    if finished == REQUESTS // 4 and not signalled.is_set():
+                        signalled.set()
+                        t_sig.append(time.monotonic())
+                        server.terminate()
+
+            async with client() as http, anyio.create_task_group() as tg:
+                for _ in range(CONCURRENCY):
+                    tg.start_soon(worker, http)
+
+        run_bounded(drive)
+        assert server.wait() == 0
+        log = server.log()
+    assert broken == []
+    assert outcomes["200"] >= REQUESTS // 4
+    assert outcomes["503"] + outcomes["refused"] > 0
+    assert "SIGTERM: draining" in log
+    assert "Traceback" not in log, log
