@@ -82,4 +82,4 @@ def test_rejects_unknown_names() -> None:
 
 
 def test_registry_names_the_documented_benchmarks() -> None:
-    assert list(BENCHMARKS) == ["overhead", "launch", "sync-modes", "scale", "pipeline"]
+    assert list(BENCHMARKS) == ["overhead", "launch", "sync-modes", "scale", "pipeline", "serve"]

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _launch, _overhead, _pipeline, _scale, _sync_modes
+from . import _launch, _overhead, _pipeline, _scale, _serve, _sync_modes
 from ._common import LOOPS, BenchConfig, Progress, Skip, loop_unavailable
 from ._report import describe_machine, plot, write_json
 
@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark("sync-modes", "default vs FAST_SYNC: wake-up latency and CPU", _sync_modes.run),
         Benchmark("scale", "thousands of waiters over 8 devices: threads, memory", _scale.run),
         Benchmark("pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run),
+        Benchmark("serve", "an ASGI service: aclasync vs naive to_thread handler", _serve.run),
     )
 }
 
