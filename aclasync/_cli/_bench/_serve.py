@@ -44,7 +44,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     missing = [m for m in ("starlette", "uvicorn", "httpx") if importlib.util.find_spec(m) is None]
     if missing:
         raise Skip(f"needs {', '.join(missing)}: pip install 'aclasync[serve]'")
-    per_level = cfg.size(400, 48, minimum=8)
+    per_level = cfg.size(2000, 48, minimum=8)
     rows: list[dict[str, Any]] = []
     for mode in MODES:
         with _Server(mode) as url:
