@@ -19,7 +19,8 @@ Run it (from the repository root, ``pip install -e '.[serve]'``)::
 
 Graceful shutdown on SIGTERM or Ctrl-C: new requests get 503 (with ``Connection:
 close``), requests in flight finish within ``--drain-s`` or get 503, and once none is left
-(plus ``--linger-s`` for clients to notice) the server stops listening and exits 0.
+and no request has come for ``--linger-s`` (so that clients notice) the server stops
+listening and exits 0.
 The app object (``asgi_service:app``, configured by ``ACLASYNC_SERVE_*`` environment
 variables) also runs under the plain ``uvicorn``/``hypercorn`` commands, but then the
 server's own shutdown applies.
@@ -88,6 +89,7 @@ class InferenceService:
         self._in_flight: set[anyio.CancelScope] = set()
         self._idle = anyio.Event()
         self.ready = anyio.Event()
+        self.last_request = -math.inf
 
     @property
     def in_flight(self) -> int:
@@ -136,14 +138,30 @@ class InferenceService:
             return int(host_out.view(np.int64)[0]), stream.device.id
 
     async def drain(self) -> None:
-        """Refuse new work, let requests in flight finish within ``drain_s``, then linger."""
+        """Refuse new work, let requests in flight finish within ``drain_s``, then linger.
+
+        Lingering lasts until no request has arrived for ``linger_s`` (at most
+        ``drain_s + linger_s`` after the start), so that clients still sending on
+        keep-alive connections get their 503 before the server closes those connections.
+        """
         self.draining = True
-        deadline = anyio.current_time() + self.config.drain_s
+        started = anyio.current_time()
+        deadline = started + self.config.drain_s
         for scope in self._in_flight:
             scope.deadline = min(scope.deadline, deadline)
         if self._in_flight:
             await self._idle.wait()
-        await anyio.sleep(self.config.linger_s)
+        latest = deadline + self.config.linger_s
+        while True:
+            now = anyio.current_time()
+            quiet_until = self.last_request + self.config.linger_s
+            if now >= min(quiet_until, latest):
+                return
+            await anyio.sleep(min(quiet_until, latest) - now)
+
+    def seen(self) -> None:
+        """Note that a request arrived (for the quiet period of ``drain``)."""
+        self.last_request = anyio.current_time()
 
     async def _buffers_for(
         self, stream: aclasync.Stream
@@ -189,6 +207,7 @@ def create_app(config: ServiceConfig) -> Starlette:
         return JSONResponse(body, status_code=status, headers=headers)
 
     async def infer(request: Request) -> Response:
+        service.seen()
         if service.draining:
             return answer(503, {"error": "shutting down"})
         try:
@@ -205,6 +224,7 @@ def create_app(config: ServiceConfig) -> Starlette:
         return answer(200, {"n": n, "result": result, "device": device})
 
     async def health(request: Request) -> Response:
+        service.seen()
         if service.draining:
             return answer(503, {"status": "draining"})
         return JSONResponse({"status": "ok", "in_flight": service.in_flight})
