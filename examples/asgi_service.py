@@ -327,9 +327,9 @@ async def serve(args: argparse.Namespace) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with anyio.create_task_group() as tg:
             if args.server == "uvicorn":
-                stop = await start_uvicorn(tg, application, sock)
+                stop = await start_uvicorn(tg, application, sock, args.access_log)
             else:
-                stop = await start_hypercorn(tg, application, sock)
+                stop = await start_hypercorn(tg, application, sock, args.access_log)
             print(f"serving on http://{host}:{port}", flush=True)
             async for signum in signals:
                 print(f"{signal.Signals(signum).name}: draining", flush=True)
@@ -367,7 +367,9 @@ async def ignore_more(signals: Any) -> None:
         print(f"{signal.Signals(signum).name}: already draining", flush=True)
 
 
-async def start_uvicorn(tg: Any, application: Starlette, sock: socket.socket) -> Any:
+async def start_uvicorn(
+    tg: Any, application: Starlette, sock: socket.socket, access_log: bool
+) -> Any:
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -375,20 +377,23 @@ async def start_uvicorn(tg: Any, application: Starlette, sock: socket.socket) ->
         def capture_signals(self) -> Iterator[None]:
             yield  # serve() owns the signals, so that it can drain first
 
-    server = Server(uvicorn.Config(application, lifespan="on", log_level="info"))
+    config = uvicorn.Config(application, lifespan="on", log_level="info", access_log=access_log)
+    server = Server(config)
     tg.start_soon(server.serve, [sock])
     # The socket already listens; serving starts once the lifespan opened the devices.
     await application.state.service.ready.wait()
     return lambda: setattr(server, "should_exit", True)
 
 
-async def start_hypercorn(tg: Any, application: Starlette, sock: socket.socket) -> Any:
+async def start_hypercorn(
+    tg: Any, application: Starlette, sock: socket.socket, access_log: bool
+) -> Any:
     import hypercorn.config
     import hypercorn.trio
 
     config = hypercorn.config.Config()
     config.bind = [f"fd://{sock.fileno()}"]
-    config.accesslog = "-"
+    config.accesslog = "-" if access_log else None
     config.graceful_timeout = 1.0
     stopped = anyio.Event()
     await tg.start(
@@ -413,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel-ms", type=float, default=10.0)
     parser.add_argument("--drain-s", type=float, default=5.0)
     parser.add_argument("--linger-s", type=float, default=0.5)
+    parser.add_argument(
+        "--access-log", action="store_true", help="log every request (costs CPU per request)"
+    )
     args = parser.parse_args(argv)
     loop = args.loop or ("trio" if args.server == "hypercorn" else "asyncio")
     if (args.server == "hypercorn") != (loop == "trio"):
