@@ -31,6 +31,7 @@ if _typing.TYPE_CHECKING:
     from ._device import Device as Device
     from ._device import StreamCreation as StreamCreation
     from ._device import open_device as open_device
+    from ._device_pool import DevicePool as DevicePool
     from ._errors import AclasyncError as AclasyncError
     from ._errors import AclError as AclError
     from ._errors import AclTimeoutError as AclTimeoutError
@@ -46,6 +47,8 @@ if _typing.TYPE_CHECKING:
     from ._pyacl.constants import MemcpyKind as MemcpyKind
     from ._pyacl.constants import StreamFlag as StreamFlag
     from ._stream import Stream as Stream
+    from ._stream_pool import PoolStatistics as PoolStatistics
+    from ._stream_pool import StreamPool as StreamPool
     from ._worker import WorkerOptions as WorkerOptions
 
 #: Where each public name lives: its module, relative to this package.
@@ -56,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "BackendUnavailableError": "._errors",
     "Device": "._device",
     "DeviceBrokenError": "._errors",
+    "DevicePool": "._device_pool",
     "DeviceBuffer": "._buffers",
     "ErrorCode": "._pyacl.codes",
     "Event": "._event",
@@ -65,9 +69,11 @@ _EXPORTS: dict[str, str] = {
     "MemcpyKind": "._pyacl.constants",
     "Model": "._model",
     "ModelLoading": "._model",
+    "PoolStatistics": "._stream_pool",
     "Stream": "._stream",
     "StreamCreation": "._device",
     "StreamFlag": "._pyacl.constants",
+    "StreamPool": "._stream_pool",
     "TensorInfo": "._model",
     "WorkerOptions": "._worker",
     "open_device": "._device",
@@ -81,6 +87,7 @@ __all__ = [
     "Device",
     "DeviceBrokenError",
     "DeviceBuffer",
+    "DevicePool",
     "ErrorCode",
     "Event",
     "EventFlag",
@@ -89,9 +96,11 @@ __all__ = [
     "MemcpyKind",
     "Model",
     "ModelLoading",
+    "PoolStatistics",
     "Stream",
     "StreamCreation",
     "StreamFlag",
+    "StreamPool",
     "TensorInfo",
     "WorkerOptions",
     "__version__",

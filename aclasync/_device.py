@@ -14,6 +14,7 @@ from ._device_state import DeviceState
 from ._factory import AsyncResource
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
+from ._stream_pool import StreamPool, stream_pool
 from ._waits import check_timeout
 from ._worker import WorkerOptions
 
@@ -132,6 +133,12 @@ class Device(AsyncResource):
         Neither consumes a failure.
         """
         await self._state.synchronize(check_timeout(timeout))
+
+    def stream_pool(
+        self, size: int, *, flags: StreamFlag | int = 0, priority: int = 0
+    ) -> StreamPool:
+        """Return an unopened ``StreamPool`` of *size* streams; open it with ``async with``."""
+        return stream_pool([self], size, flags=flags, priority=priority)
 
     def load_model(
         self, path: str | os.PathLike[str], *, pool_size: int | None = None

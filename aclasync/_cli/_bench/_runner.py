@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._loops import LOOPS, loop_unavailable
-from . import _launch, _model, _overhead, _pipeline, _ray, _scale, _soak, _sync_modes
+from . import _launch, _model, _overhead, _pipeline, _ray, _scale, _serve, _soak, _sync_modes
 from ._common import BenchConfig, Progress, Skip
 from ._plot import plot
 from ._report import describe_machine, write_json
@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark("pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run),
         Benchmark("model", "Model.run requests vs blocking execute in to_thread", _model.run),
         Benchmark("ray", "items/s on 1, 2 and 4 Ray NPU actors vs one device", _ray.run),
+        Benchmark("serve", "an ASGI service: aclasync vs naive to_thread handler", _serve.run),
         Benchmark("soak", "mixed load on 4 devices: RSS, threads, stalls, errors", _soak.run),
     )
 }

@@ -1,0 +1,273 @@
+"""``serve``: one HTTP app served two ways, aclasync vs the naive ``to_thread`` hop.
+
+Each way runs as its own uvicorn (asyncio) server process (``_serve_app``); this
+process drives it with ``httpx`` at concurrency 1, 16, 64 and 256 and reports
+requests/s, p50/p99 latency, ``/health`` p99 (timed from a thread of its own while the
+load runs) and the most threads the server had alive. The naive way wraps a blocking
+``acl.rt.synchronize_stream`` in ``anyio.to_thread.run_sync`` with anyio's default
+limiter of 40 threads.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from ._common import BenchConfig, Skip, check, column
+from ._stats import percentile, ratio
+
+__all__ = ["run"]
+
+TITLE = "ASGI service: aclasync vs to_thread(synchronize_stream)"
+CONCURRENCY = (1, 16, 64, 256)
+MODES = ("aclasync", "naive")
+STREAMS = 8
+KERNEL_US = 2000.0
+START_LIMIT_S = 30.0
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Serve the app both ways, one after the other, and load each; blocks."""
+    missing = [m for m in ("starlette", "uvicorn", "httpx") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Skip(f"needs {', '.join(missing)}: pip install 'aclasync[serve]'")
+    per_level = cfg.size(2000, 48, minimum=8)
+    rows: list[dict[str, Any]] = []
+    for mode in MODES:
+        with _Server(mode) as url:
+            _load(url, 1, 8)  # warm-up: imports, first launch
+            for concurrency in CONCURRENCY:
+                count = max(per_level, concurrency)
+                cfg.progress(f"serve [{mode}]: {count} requests at concurrency {concurrency}")
+                figures = _load(url, concurrency, count)
+                rows.append({"mode": mode, "concurrency": concurrency, **figures})
+            threads = _threads(url)
+        for row in rows:
+            if row["mode"] == mode:
+                row["threads"] = threads
+    return {
+        "title": TITLE,
+        "columns": [
+            column("mode", "handler"),
+            column("concurrency", "concurrency", "d"),
+            column("requests", "requests", "d"),
+            column("seconds", "seconds", ".2f"),
+            column("rps", "requests/s", ",.1f"),
+            column("p50_ms", "p50 ms", ".2f"),
+            column("p99_ms", "p99 ms", ".2f"),
+            column("health_p99_ms", "/health p99 ms", ".2f"),
+            column("threads", "threads", "d"),
+        ],
+        "rows": rows,
+        "checks": _checks(rows),
+        "chart": {"label": ["mode", "concurrency"], "value": "rps", "unit": "requests/s"},
+        "notes": [
+            f"1 simulated device, {STREAMS} streams, {KERNEL_US / 1000:g} ms kernels; "
+            "uvicorn on asyncio; client and server on the same machine.",
+            "threads: the most threads alive in the server process during its run.",
+        ],
+        "params": {
+            "requests_per_level": per_level,
+            "concurrency": list(CONCURRENCY),
+            "streams": STREAMS,
+            "kernel_us": KERNEL_US,
+        },
+    }
+
+
+def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by = {(row["mode"], row["concurrency"]): row for row in rows}
+    checks = []
+    for concurrency in CONCURRENCY:
+        ours, naive = by[("aclasync", concurrency)], by[("naive", concurrency)]
+        floor = 0.95 if concurrency == 1 else 1.0
+        speed = ratio(ours["rps"], naive["rps"])
+        checks.append(
+            check(
+                f"requests/s vs naive at concurrency {concurrency}",
+                speed,
+                f">= {floor}x",
+                None if speed is None else speed >= floor,
+            )
+        )
+        if concurrency >= 64:
+            checks.append(
+                check(
+                    f"p99 below naive at concurrency {concurrency}",
+                    ours["p99_ms"],
+                    f"< {naive['p99_ms']:.2f} ms",
+                    ours["p99_ms"] < naive["p99_ms"],
+                )
+            )
+            health = ours["health_p99_ms"]
+            checks.append(
+                check(
+                    f"/health p99 at concurrency {concurrency}",
+                    health,
+                    "<= 20 ms",
+                    None if health is None else health <= 20.0,
+                )
+            )
+    return checks
+
+
+class _Server:
+    """Start ``_serve_app`` in *mode* on a free port; yield its URL; SIGTERM it at exit."""
+
+    def __init__(self, mode: str) -> None:
+        self._mode = mode
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
+
+    def __enter__(self) -> str:
+        command = [sys.executable, "-m", "aclasync._cli._bench._serve_app", "--mode", self._mode]
+        command += ["--streams", str(STREAMS), "--kernel-us", str(KERNEL_US)]
+        root = str(Path(__file__).resolve().parents[3])
+        path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+        self._process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env={**os.environ, "PYTHONPATH": path},
+        )
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline().decode()
+        found = re.search(r"serving on (http://\S+)", line)
+        if not found:
+            self.__exit__()
+            raise RuntimeError(f"the {self._mode} server did not start: {self._stderr()}")
+        return found.group(1)
+
+    def __exit__(self, *exc_info: object) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=START_LIMIT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process is not None and process.stdout is not None:
+            process.stdout.close()
+        self._log.close()
+
+    def _stderr(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-2000:]
+
+
+def _load(url: str, concurrency: int, count: int) -> dict[str, Any]:
+    """Send *count* checked ``/infer`` requests at *concurrency*; time them and /health."""
+    import httpx
+
+    latencies: list[float] = []
+    health: list[float] = []
+    stop = threading.Event()
+
+    def probe() -> None:
+        with httpx.Client(timeout=60.0) as http:
+            while not stop.is_set():
+                began = time.perf_counter()
+                http.get(f"{url}/health").raise_for_status()
+                health.append(time.perf_counter() - began)
+                stop.wait(0.01)
+
+    async def drive() -> float:
+        remaining = list(range(count))
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+
+        async def worker() -> None:
+            async with _Connection(await anyio.connect_tcp(host, int(port))) as http:
+                while remaining:
+                    n = remaining.pop() % 200
+                    began = time.perf_counter()
+                    status, body = await http.post("/infer", b'{"n": %d}' % n)
+                    latencies.append(time.perf_counter() - began)
+                    if (
+                        status != 200
+                        or json.loads(body)["result"] != (n - 1) * n * (2 * n - 1) // 6
+                    ):
+                        raise RuntimeError(f"n={n}: HTTP {status} {body[:200]!r}")
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(concurrency):
+                tg.start_soon(worker)
+        return time.perf_counter() - started
+
+    prober = threading.Thread(target=probe, name="aclasync-bench-health")
+    prober.start()
+    try:
+        seconds = anyio.run(drive)
+    finally:
+        stop.set()
+        prober.join()
+    return {
+        "requests": count,
+        "seconds": seconds,
+        "rps": count / seconds,
+        "p50_ms": percentile(latencies, 50) * 1e3,
+        "p99_ms": percentile(latencies, 99) * 1e3,
+        "health_p99_ms": percentile(health, 99) * 1e3 if health else None,
+    }
+
+
+class _Connection:
+    """A minimal HTTP/1.1 keep-alive client connection for the load.
+
+    httpx spends milliseconds of client CPU per request with dozens of connections in
+    flight, which on a two-CPU machine would make the benchmark measure the client.
+    This sends a fixed-form POST and reads a ``Content-Length`` response, nothing more.
+    """
+
+    def __init__(self, stream: anyio.abc.SocketStream) -> None:
+        self._stream = stream
+        self._buffer = b""
+
+    async def __aenter__(self) -> _Connection:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._stream.aclose()
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        await self._stream.send(head.encode() + body)
+        while b"\r\n\r\n" not in self._buffer:
+            self._buffer += await self._stream.receive()
+        header, _, rest = self._buffer.partition(b"\r\n\r\n")
+        lines = header.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        while len(rest) < length:
+            rest += await self._stream.receive()
+        self._buffer = rest[length:]
+        return status, rest[:length]
+
+
+def _threads(url: str) -> int:
+    import httpx
+
+    response = httpx.get(f"{url}/stats", timeout=30.0)
+    response.raise_for_status()
+    return int(response.json()["threads_max"])

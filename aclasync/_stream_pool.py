@@ -1,0 +1,405 @@
+"""Stream pools: borrow a stream, first come first served, and give it back clean."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import math
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Generator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+
+from ._errors import AclError
+from ._factory import AsyncResource
+from ._pyacl.constants import StreamFlag
+
+if TYPE_CHECKING:
+    from ._device import Device
+    from ._stream import Stream
+
+__all__ = ["PoolStatistics", "StreamPool", "stream_pool"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PoolStatistics:
+    """A snapshot of a pool's counters (``StreamPool.statistics()``).
+
+    Attributes
+    ----------
+    size:
+        Streams the pool holds now (less than asked for only if a replacement failed).
+    borrowed:
+        Streams lent out now.
+    waiting:
+        Borrowers queued for a stream now.
+    grants:
+        Streams lent out since the pool opened.
+    waits:
+        Grants whose borrower had to queue first.
+    grants_out_of_order:
+        Grants that went to a borrower who arrived after one already served later; the
+        pool serves strictly in arrival order, so this stays 0.
+    replaced:
+        Streams closed and re-created because their work failed.
+    in_flight:
+        Device id to streams of that device lent out now.
+    capacity:
+        Device id to streams of that device in the pool.
+    busy_seconds:
+        Device id to stream-seconds spent lent out (summed over its streams); its rate
+        divided by ``capacity`` is the device's utilisation.
+    """
+
+    size: int
+    borrowed: int
+    waiting: int
+    grants: int
+    waits: int
+    grants_out_of_order: int
+    replaced: int
+    in_flight: dict[int, int]
+    capacity: dict[int, int]
+    busy_seconds: dict[int, float]
+
+
+class StreamPool(AsyncResource):
+    """Streams lent out one borrower at a time, strictly first come first served.
+
+    Get one from ``Device.stream_pool(size)`` or use ``aclasync.DevicePool``; open it
+    with ``async with`` (or ``await``) and borrow with ``async with pool.stream() as s``.
+
+    A freed stream goes straight to the oldest queued borrower, so a newcomer can never
+    overtake one that waits. When several devices have a free stream, the least busy
+    device lends. On return the pool awaits ``synchronize()`` on the stream: a stream
+    whose work failed is closed and replaced by a fresh one, and the failure is raised
+    from the borrower's ``async with`` exit (unless the body already raised).
+    """
+
+    def __init__(
+        self, devices: Sequence[Device], per_device: int, flags: int, priority: int
+    ) -> None:
+        self._devices = tuple(devices)
+        self._per_device = per_device
+        self._flags = flags
+        self._priority = priority
+        self._opened = False
+        self._closing = False
+        self._closed = False
+        self._forced = False
+        self._close_reason = ""
+        self._free: dict[int, list[Stream]] = {d.id: [] for d in self._devices}
+        self._capacity: dict[int, int] = {d.id: 0 for d in self._devices}
+        self._in_flight: dict[int, int] = {d.id: 0 for d in self._devices}
+        self._busy: dict[int, float] = {d.id: 0.0 for d in self._devices}
+        self._lent_at: dict[Stream, float] = {}
+        self._waiters: deque[_Waiter] = deque()
+        self._leases: set[anyio.CancelScope] = set()
+        self._all_returned: anyio.Event | None = None
+        self._tickets = itertools.count()
+        self._last_granted = -1
+        self._grants = 0
+        self._waits = 0
+        self._out_of_order = 0
+        self._replaced = 0
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else " closing" if self._closing else ""
+        devices = ",".join(str(d.id) for d in self._devices)
+        return f"<aclasync.StreamPool devices={devices} size={self.size}{state}>"
+
+    @property
+    def size(self) -> int:
+        """Streams the pool holds now."""
+        return sum(self._capacity.values())
+
+    @property
+    def closed(self) -> bool:
+        return self._closing or self._closed
+
+    def statistics(self) -> PoolStatistics:
+        """Return a snapshot of the pool's counters (for metrics); never blocks."""
+        now = time.monotonic()
+        busy = dict(self._busy)
+        for stream, since in self._lent_at.items():
+            busy[stream.device.id] += now - since
+        return PoolStatistics(
+            size=self.size,
+            borrowed=sum(self._in_flight.values()),
+            waiting=len(self._waiters),
+            grants=self._grants,
+            waits=self._waits,
+            grants_out_of_order=self._out_of_order,
+            replaced=self._replaced,
+            in_flight=dict(self._in_flight),
+            capacity=dict(self._capacity),
+            busy_seconds=busy,
+        )
+
+    # -- opening ---------------------------------------------------------------------
+
+    def __await__(self) -> Generator[Any, None, StreamPool]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> StreamPool:
+        return await self._open()
+
+    async def _open(self) -> StreamPool:
+        """Create the streams; if one fails, close those made and raise its error."""
+        if self._opened:
+            raise RuntimeError(f"{self!r} was already opened")
+        self._opened = True
+        try:
+            with anyio.CancelScope(shield=True):
+                for device in self._devices:
+                    for _ in range(self._per_device):
+                        stream = await device.create_stream(
+                            flags=self._flags, priority=self._priority
+                        )
+                        self._free[device.id].append(stream)
+                        self._capacity[device.id] += 1
+        except BaseException:
+            await self.aclose()
+            raise
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        return self
+
+    # -- borrowing -------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def stream(self) -> AsyncIterator[Stream]:
+        """Borrow a stream for the body of ``async with pool.stream() as s``.
+
+        Waits (in arrival order) while every stream is lent out. Cancellation while
+        waiting leaves the queue; a stream granted at that very moment passes on to the
+        next borrower. On exit the pool awaits the stream's queued work, shielded from
+        cancellation, before lending it again; if that work failed, the stream is
+        replaced and the ``AclError`` is raised here. Raises
+        ``anyio.ClosedResourceError`` if the pool is closed, or if ``aclose(timeout=...)``
+        ran out of time and force-closed the stream while it was borrowed.
+        """
+        stream = await self._acquire()
+        lease = anyio.CancelScope()
+        self._leases.add(lease)
+        failure: BaseException | None = None
+        try:
+            with lease:
+                yield stream
+        finally:
+            self._leases.discard(lease)
+            failure = await self._recycle(stream)
+        if lease.cancelled_caught:
+            raise anyio.ClosedResourceError(self._close_reason)
+        if failure is not None:
+            raise failure
+
+    async def _acquire(self) -> Stream:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        self._check_usable()
+        ticket = next(self._tickets)
+        if not self._waiters:
+            stream = self._take_free()
+            if stream is not None:
+                self._grant(stream, ticket)
+                await anyio.lowlevel.cancel_shielded_checkpoint()
+                return stream
+        waiter = _Waiter(ticket)
+        self._waiters.append(waiter)
+        self._waits += 1
+        try:
+            await waiter.event.wait()
+        except BaseException:
+            if waiter.stream is not None:
+                self._put_back(waiter.stream)
+            elif waiter.error is None:
+                self._waiters.remove(waiter)
+            raise
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.stream is not None
+        return waiter.stream
+
+    async def _recycle(self, stream: Stream) -> BaseException | None:
+        """Make a returned stream fit to lend again and put it back; shielded."""
+        if self._forced:
+            self._put_back(stream)
+            return None
+        failure: BaseException | None = None
+        with anyio.CancelScope(shield=True):
+            try:
+                await stream.synchronize()
+            except AclError as exc:
+                failure = exc
+                replacement = await self._replace(stream)
+                self._settle(stream)
+                if replacement is None:
+                    return failure
+                stream = replacement
+                self._lent_at[stream] = time.monotonic()
+                self._in_flight[stream.device.id] += 1
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                self._drop(stream)
+                self._settle(stream)
+                return None if self._closing else exc
+        self._put_back(stream)
+        return failure
+
+    async def _replace(self, stream: Stream) -> Stream | None:
+        """Close a failed stream and create its successor; None if creation failed."""
+        device = stream.device
+        self._replaced += 1
+        # Its work already failed; the successor is what matters.
+        with contextlib.suppress(AclError):
+            await stream.aclose(force=True)
+        try:
+            return await device.create_stream(flags=self._flags, priority=self._priority)
+        except (AclError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            self._capacity[device.id] -= 1
+            if self.size == 0:
+                self._fail_waiters(
+                    anyio.BrokenResourceError(f"{self!r} has no streams left: {exc}")
+                )
+            return None
+
+    # -- closing ---------------------------------------------------------------------
+
+    async def aclose(self, *, timeout: float | None = None) -> None:
+        """Close the pool: refuse new borrowers, wait for lent streams, close them all.
+
+        Queued borrowers get ``anyio.ClosedResourceError`` at once. With ``timeout``
+        (seconds), borrowers still holding a stream after that long are cancelled, get
+        ``anyio.ClosedResourceError`` saying why, and the streams are force-closed
+        (queued work dropped). Idempotent; runs to completion even when cancelled.
+        """
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout >= 0):
+            raise ValueError(f"timeout must be None or a number >= 0, got {timeout!r}")
+        if self._closing:
+            await anyio.lowlevel.checkpoint()
+            return
+        self._closing = True
+        self._close_reason = f"{self!r} is closed"
+        self._fail_waiters(anyio.ClosedResourceError(self._close_reason))
+        with anyio.CancelScope(shield=True):
+            if self._lent_at:
+                self._all_returned = anyio.Event()
+                with anyio.move_on_after(math.inf if timeout is None else timeout):
+                    await self._all_returned.wait()
+                if self._lent_at:
+                    self._forced = True
+                    self._close_reason = (
+                        f"{self!r} was closed with timeout={timeout} s while this stream "
+                        "was borrowed; the stream was force-closed and its queued work dropped"
+                    )
+                    for lease in self._leases:
+                        lease.cancel()
+                    await self._all_returned.wait()
+            errors: list[BaseException] = []
+            for streams in self._free.values():
+                for stream in streams:
+                    try:
+                        await stream.aclose(force=self._forced)
+                    except (AclError, anyio.BrokenResourceError) as exc:
+                        errors.append(exc)
+                streams.clear()
+        self._closed = True
+        if errors:
+            raise errors[0]
+
+    # -- bookkeeping (synchronous, on the event loop) -----------------------------------
+
+    def _check_usable(self) -> None:
+        if not self._opened:
+            raise RuntimeError(f"{self!r} is not open; use 'async with' or 'await' on it")
+        if self._closing:
+            raise anyio.ClosedResourceError(self._close_reason)
+        if self.size == 0:
+            raise anyio.BrokenResourceError(f"{self!r} has no streams left")
+
+    def _take_free(self) -> Stream | None:
+        """Pop a free stream of the least busy device that has one."""
+        best: int | None = None
+        for device in self._devices:
+            key = device.id
+            if self._free[key] and (best is None or self._load(key) < self._load(best)):
+                best = key
+        return None if best is None else self._free[best].pop()
+
+    def _load(self, device_id: int) -> float:
+        return self._in_flight[device_id] / max(1, self._capacity[device_id])
+
+    def _grant(self, stream: Stream, ticket: int) -> None:
+        if ticket < self._last_granted:
+            self._out_of_order += 1
+        self._last_granted = max(self._last_granted, ticket)
+        self._grants += 1
+        self._in_flight[stream.device.id] += 1
+        self._lent_at[stream] = time.monotonic()
+
+    def _settle(self, stream: Stream) -> None:
+        """Account for *stream* no longer being lent out."""
+        since = self._lent_at.pop(stream, None)
+        if since is not None:
+            key = stream.device.id
+            self._in_flight[key] -= 1
+            self._busy[key] += time.monotonic() - since
+        if self._all_returned is not None and not self._lent_at:
+            self._all_returned.set()
+
+    def _put_back(self, stream: Stream) -> None:
+        """Hand *stream* to the oldest waiter, or keep it free."""
+        self._settle(stream)
+        if self._waiters and not self._closing:
+            waiter = self._waiters.popleft()
+            waiter.stream = stream
+            self._grant(stream, waiter.ticket)
+            waiter.event.set()
+        else:
+            self._free[stream.device.id].append(stream)
+
+    def _drop(self, stream: Stream) -> None:
+        """Forget a stream that can no longer be used (its device closed or broke)."""
+        self._capacity[stream.device.id] -= 1
+        if self.size == 0:
+            self._fail_waiters(anyio.BrokenResourceError(f"{self!r} has no streams left"))
+
+    def _fail_waiters(self, error: BaseException) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            waiter.error = error
+            waiter.event.set()
+
+
+class _Waiter:
+    """A queued borrower: its arrival ticket, and what it was given."""
+
+    __slots__ = ("error", "event", "stream", "ticket")
+
+    def __init__(self, ticket: int) -> None:
+        self.ticket = ticket
+        self.event = anyio.Event()
+        self.stream: Stream | None = None
+        self.error: BaseException | None = None
+
+
+def stream_pool(
+    devices: Sequence[Device],
+    per_device: int,
+    *,
+    flags: StreamFlag | int = 0,
+    priority: int = 0,
+    size_name: str = "size",
+) -> StreamPool:
+    """Check the arguments and build an unopened ``StreamPool`` over *devices*."""
+    for name, value in ((size_name, per_device), ("flags", flags), ("priority", priority)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if per_device < 1:
+        raise ValueError(f"{size_name} must be >= 1, got {per_device}")
+    if flags < 0:
+        raise ValueError(f"flags must be >= 0, got {flags}")
+    return StreamPool._create(devices, per_device, int(flags), priority)

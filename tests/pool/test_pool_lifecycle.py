@@ -1,0 +1,217 @@
+"""Stream pools: failed streams replaced, closing waits or forces, bad input refused."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import anyio
+import pytest
+
+import aclasync
+from aclasync.sim import Kernel
+
+pytestmark = pytest.mark.anyio
+
+LIMIT_S = 10.0
+AICORE_EXCEPTION = 507015
+
+
+async def test_work_that_failed_unseen_is_raised_on_return_and_the_stream_replaced(
+    rt: Any,
+) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+            with pytest.raises(aclasync.AclError) as caught:
+                async with pool.stream() as failed:
+                    failed.launch(rt.sim.launch_kernel, Kernel(error=AICORE_EXCEPTION))
+            assert caught.value.code == AICORE_EXCEPTION
+            assert failed.closed
+            async with pool.stream() as fresh:
+                assert fresh is not failed
+                fresh.launch(rt.sim.launch_kernel, Kernel(duration_us=100))
+                await fresh.synchronize()
+            stats = pool.statistics()
+    assert (stats.replaced, stats.size, stats.borrowed) == (1, 1, 0)
+
+
+async def test_a_failure_the_borrower_saw_leaves_a_clean_stream(rt: Any) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+            async with pool.stream() as s:
+                s.launch(rt.sim.launch_kernel, Kernel(error=AICORE_EXCEPTION))
+                with pytest.raises(aclasync.AclError):
+                    await s.synchronize()
+            async with pool.stream() as again:
+                assert again is s
+                await again.synchronize()
+            assert pool.statistics().replaced == 0
+
+
+async def test_a_cancelled_holder_returns_its_stream_after_its_work(
+    rt: Any, gate: threading.Event
+) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+            entered = anyio.Event()
+            scope = anyio.CancelScope()
+            async with anyio.create_task_group() as tg:
+
+                async def holder() -> None:
+                    with scope:
+                        async with pool.stream() as s:
+                            s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
+                            entered.set()
+                            await anyio.sleep_forever()
+
+                tg.start_soon(holder)
+                await entered.wait()
+                scope.cancel()
+                # The holder's exit waits, shielded, for its gated kernel.
+                for _ in range(10):
+                    await anyio.lowlevel.checkpoint()
+                assert pool.statistics().borrowed == 1
+                gate.set()
+            stats = pool.statistics()
+            assert (stats.borrowed, stats.size) == (0, 1)
+            async with pool.stream() as s:
+                assert await s.query()
+
+
+async def test_close_waits_for_borrowed_streams_and_refuses_newcomers(
+    rt: Any, gate: threading.Event
+) -> None:
+    events: list[str] = []
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            pool = await dev.stream_pool(1)
+            release = anyio.Event()
+            async with anyio.create_task_group() as tg:
+
+                async def holder() -> None:
+                    async with pool.stream() as s:
+                        s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
+                        await release.wait()
+                        events.append("holder done")
+
+                async def queued() -> None:
+                    with pytest.raises(anyio.ClosedResourceError):
+                        async with pool.stream():
+                            pass
+                    events.append("queued refused")
+
+                async def closer() -> None:
+                    await pool.aclose()
+                    events.append("closed")
+
+                tg.start_soon(holder)
+                while pool.statistics().borrowed == 0:
+                    await anyio.lowlevel.checkpoint()
+                tg.start_soon(queued)
+                while pool.statistics().waiting == 0:
+                    await anyio.lowlevel.checkpoint()
+                tg.start_soon(closer)
+                while "queued refused" not in events:
+                    await anyio.lowlevel.checkpoint()
+                assert pool.closed
+                with pytest.raises(anyio.ClosedResourceError):
+                    async with pool.stream():
+                        pass
+                assert "closed" not in events
+                gate.set()
+                release.set()
+    assert events == ["queued refused", "holder done", "closed"]
+
+
+async def test_close_with_a_timeout_force_closes_with_a_clear_error(
+    rt: Any, gate: threading.Event
+) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            pool = await dev.stream_pool(2)
+            errors: list[BaseException] = []
+            async with anyio.create_task_group() as tg:
+
+                async def holder() -> None:
+                    try:
+                        async with pool.stream() as s:
+                            s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
+                            await s.synchronize()
+                    except anyio.ClosedResourceError as exc:
+                        errors.append(exc)
+
+                tg.start_soon(holder)
+                while pool.statistics().borrowed == 0:
+                    await anyio.lowlevel.checkpoint()
+                await pool.aclose(timeout=0.05)
+            gate.set()
+    assert len(errors) == 1
+    assert "force-closed" in str(errors[0])
+    assert "timeout=0.05" in str(errors[0])
+    stats = pool.statistics()
+    assert (stats.borrowed, stats.waiting) == (0, 0)
+
+
+async def test_close_is_idempotent_and_a_device_pool_closes_its_devices(rt: Any) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.DevicePool([1], backend=rt, streams_per_device=3) as pool:
+            assert pool.statistics().size == 3
+            devices = pool.devices
+        await pool.aclose()
+    assert all(device.closed for device in devices)
+    with pytest.raises(anyio.ClosedResourceError):
+        async with pool.stream():
+            pass
+
+
+async def test_a_pool_must_be_opened_before_borrowing(rt: Any) -> None:
+    async with aclasync.open_device(0, backend=rt) as dev:
+        pool = dev.stream_pool(1)
+        with pytest.raises(RuntimeError, match="not open"):
+            async with pool.stream():
+                pass
+        await pool.aclose()
+
+
+async def test_a_failed_open_closes_the_devices_it_opened(rt: Any) -> None:
+    # Device 5 does not exist on a two-device runtime: set_device fails.
+    opened = aclasync.DevicePool([0, 5], backend=rt)
+    with pytest.raises(aclasync.AclError):
+        async with opened:
+            pass
+    assert [device.id for device in opened.devices] == [0]
+    assert opened.devices[0].closed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"size": 0}, ValueError, "size must be >= 1"),
+        ({"size": True}, TypeError, "size must be an int"),
+        ({"size": 2, "flags": -1}, ValueError, "flags must be >= 0"),
+        ({"size": 2, "flags": 1.0}, TypeError, "flags must be an int"),
+    ],
+)
+async def test_stream_pool_arguments_are_checked(
+    rt: Any, kwargs: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    async with aclasync.open_device(0, backend=rt) as dev:
+        with pytest.raises(error, match=match):
+            dev.stream_pool(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        (([],), {}, ValueError, "at least one device"),
+        (([0, 0],), {}, ValueError, "distinct"),
+        (([-1],), {}, ValueError, "non-negative"),
+        (("01",), {}, TypeError, "iterable of ints"),
+        (([0],), {"streams_per_device": 0}, ValueError, "streams_per_device must be >= 1"),
+    ],
+)
+def test_device_pool_arguments_are_checked(
+    args: tuple[Any, ...], kwargs: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        aclasync.DevicePool(*args, **kwargs)
