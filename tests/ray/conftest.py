@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 import ray
-from ray_support import ray_processes
+from ray_support import ray_processes, ray_processes_left
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +27,6 @@ def ray_cluster() -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
-    # Every process the cluster started is gone (give them a moment to exit).
-    import time
-
-    deadline = time.monotonic() + 30
-    while (left := ray_processes() - before) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    # Every process the cluster started is gone.
+    left = ray_processes_left(before)
     assert not left, f"Ray processes left behind: {sorted(left)}"

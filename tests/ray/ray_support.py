@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 
 import numpy as np
 import ray
@@ -69,3 +70,15 @@ def ray_processes() -> set[int]:
         if any(mark in args for mark in ("raylet", "gcs_server", "ray::", "default_worker.py")):
             pids.add(int(pid))
     return pids - {os.getpid()}
+
+
+def ray_processes_left(before: set[int], timeout: float = 30.0) -> set[int]:
+    """Ray processes started since *before* that are still alive after up to *timeout* s.
+
+    Ray's daemons exit a moment after ``ray.shutdown()`` (or after the driver's own
+    exit) returns, so this polls until they are gone or the time is up.
+    """
+    deadline = time.monotonic() + timeout
+    while (left := ray_processes() - before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ray_support import ray_processes
+from ray_support import ray_processes, ray_processes_left
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "ray_pipeline.py"
 
@@ -33,4 +33,4 @@ def test_the_ray_pipeline_example_checks_every_result_and_leaves_nothing() -> No
     assert all(int(n) > 0 for _, n in per_actor)
     npus = re.findall(r"NPU (\d) as device 0", result.stdout)
     assert sorted(npus) == ["0", "1", "2"]
-    assert ray_processes() - before == set()
+    assert ray_processes_left(before) == set()
