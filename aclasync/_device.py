@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._backend import resolve_backend
 from ._buffers import DeviceBuffer, HostBuffer
 from ._device_state import DeviceState
-from ._factory import AsyncResource
+from ._factory import AsyncResource, Creation
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
 from ._stream_pool import StreamPool, stream_pool
@@ -183,30 +183,13 @@ def _check_nbytes(nbytes: object) -> int:
     return nbytes
 
 
-class StreamCreation:
+class StreamCreation(Creation[Stream]):
     """What ``Device.create_stream()`` returns: await it, or use it with ``async with``."""
 
     def __init__(self, device: Device, flags: int, priority: int) -> None:
         self._device = device
         self._flags = flags
         self._priority = priority
-        self._stream: Stream | None = None
-
-    def __await__(self) -> Generator[Any, None, Stream]:
-        return self._create().__await__()
-
-    async def __aenter__(self) -> Stream:
-        self._stream = await self._create()
-        return self._stream
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._stream is not None:
-            await self._stream.__aexit__(exc_type, exc, tb)
 
     async def _create(self) -> Stream:
         device = self._device
@@ -215,30 +198,19 @@ class StreamCreation:
         return Stream._create(device, device._state, lane, self._flags, self._priority)
 
 
-class _DeviceOpener:
-    """The async context manager ``open_device`` returns."""
+class _DeviceOpener(Creation[Device]):
+    """What ``open_device`` returns: use it with ``async with`` (or await it and close)."""
 
     def __init__(self, device_id: int, backend: object, options: WorkerOptions) -> None:
         self._device_id = device_id
         self._backend = backend
         self._options = options
-        self._device: Device | None = None
 
-    async def __aenter__(self) -> Device:
+    async def _create(self) -> Device:
         acl, name = resolve_backend(self._backend)
         device = Device._create(acl, name, self._device_id, self._options)
         await device._state.start()
-        self._device = device
         return device
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._device is not None:
-            await self._device.__aexit__(exc_type, exc, tb)
 
 
 def open_device(

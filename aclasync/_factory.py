@@ -3,10 +3,11 @@ cuda.core) and trio's ``AsyncResource`` shape (``async with`` calls ``aclose``).
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["AsyncResource", "NoPublicConstructor"]
+__all__ = ["AsyncResource", "Creation", "NoPublicConstructor"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R", bound="AsyncResource")
@@ -42,3 +43,34 @@ class AsyncResource(metaclass=NoPublicConstructor):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+class Creation(Generic[_R]):
+    """What a factory returns: ``await`` it for the resource (then close it yourself), or
+    use it with ``async with``, which closes the resource when the block exits.
+
+    Subclasses implement ``_create``. The close on exit goes through the resource's own
+    ``__aexit__``, so an exception ending the block is handed on (a resource that adds
+    unreported failures as notes sees it).
+    """
+
+    _resource: _R | None = None
+
+    async def _create(self) -> _R:
+        raise NotImplementedError
+
+    def __await__(self) -> Generator[Any, None, _R]:
+        return self._create().__await__()
+
+    async def __aenter__(self) -> _R:
+        self._resource = await self._create()
+        return self._resource
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._resource is not None:
+            await self._resource.__aexit__(exc_type, exc, tb)

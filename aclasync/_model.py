@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Generator, Sequence
-from types import TracebackType
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -19,7 +18,7 @@ import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
 from ._errors import AclError, raise_for_status
-from ._factory import AsyncResource
+from ._factory import AsyncResource, Creation
 from ._pyacl.codes import ErrorCode
 from ._pyacl.dtypes import to_numpy
 from ._stream import Stream
@@ -47,7 +46,7 @@ class TensorInfo:
     nbytes: int
 
 
-class ModelLoading:
+class ModelLoading(Creation["Model"]):
     """What ``Device.load_model()`` returns: await it, or use it with ``async with``."""
 
     def __init__(
@@ -62,25 +61,8 @@ class ModelLoading:
         self._device = device
         self._path = os.fspath(path)
         self._pool_size = pool_size
-        self._model: Model | None = None
 
-    def __await__(self) -> Generator[Any, None, Model]:
-        return self._load().__await__()
-
-    async def __aenter__(self) -> Model:
-        self._model = await self._load()
-        return self._model
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._model is not None:
-            await self._model.aclose()
-
-    async def _load(self) -> Model:
+    async def _create(self) -> Model:
         device = self._device
         acl = device.acl
         path = self._path
