@@ -405,6 +405,21 @@ def test_example_offload_reports_results_and_the_failed_request(loop: str) -> No
         assert kernel_ms >= 2.0  # the modelled 2000 us, measured by timing events
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_example_inference_serves_verifies_and_leaves_nothing(loop: str) -> None:
+    argv = ["--requests", "48", "--streams", "3", "--model-us", "200", "--loop", loop]
+    done = run_example("inference.py", *argv)
+    assert done.returncode == 0, done.stdout + done.stderr
+    served, verified, left = done.stdout.splitlines()
+    assert served.startswith(f"served 48 requests over 3 streams on {loop}: ")
+    figures = served.split(": ", 1)[1].replace(",", "").split()
+    requests_per_s, p50, p99 = float(figures[0]), float(figures[4]), float(figures[7])
+    assert requests_per_s > 0
+    assert 0.2 <= p50 <= p99  # each request holds the device for 200 us at least
+    assert verified == "verified 48/48 outputs against the host"
+    assert left == "left behind after close: nothing"
+
+
 def test_example_web_service_self_test_keeps_health_fast() -> None:
     # A blocked loop would hold /health for a whole 400 ms kernel; a free one answers
     # far inside 300 ms even on a busy machine (an absolute 50 ms bound flaked there).
