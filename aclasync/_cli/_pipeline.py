@@ -86,22 +86,27 @@ def model_body(w: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> np.ndarray[A
     return out
 
 
-def register_demo_model(backend: object, directory: str, w: np.ndarray[Any, Any], us: float) -> str:
+def register_demo_model(
+    backend: object, directory: str, w: np.ndarray[Any, Any], duration_us: float
+) -> str:
     """Register the demo model on simulated runtime *backend*; return its model file's path.
 
     The spec file is written into *directory*; the model takes one ``x`` and gives one
-    ``y``, both ``size`` x ``size`` float32, and each execution lasts at least *us*.
+    ``y``, both ``size`` x ``size`` float32, and each execution lasts at least
+    *duration_us*. Raises ``RuntimeError`` if *backend* is not a simulated runtime.
     """
     sim = getattr(backend, "sim", None)
     if sim is None:
-        raise RuntimeError("the demo's model needs a simulated runtime (backend=None)")
+        raise RuntimeError(
+            "the demo's model needs a simulated runtime: backend=None or aclasync.sim.create()"
+        )
     size = w.shape[0]
     path: str = sim.register_model(
         os.path.join(directory, "demo.om"),
         inputs=[("x", (size, size), "float32")],
         outputs=[("y", (size, size), "float32")],
         fn=functools.partial(model_body, w),
-        duration_us=us,
+        duration_us=duration_us,
     )
     return path
 
