@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,79 @@ def test_demo_reports_failed_verification(
     )
 
 
+@pytest.fixture
+def private_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Point ``tempfile`` at an empty directory of this test's own."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop", "trio"])
+def test_demo_with_a_model_verifies_says_so_and_removes_its_spec_file(
+    capsys: pytest.CaptureFixture[str], private_tmp: Path, loop: str
+) -> None:
+    argv = ["demo", "--model", "--devices", "2", "--items", "12", "--kernel-us", "500"]
+    assert main([*argv, "--loop", loop]) == 0
+    out = capsys.readouterr().out
+    assert "registered model 500 us" in out.splitlines()[0]
+    assert "compute step: a registered simulated model" in out
+    assert "verified 12/12 results against the host reference" in out
+    rows = [line.split() for line in out.splitlines()]
+    assert [row[:2] for row in rows if row[:1] in (["0"], ["1"])] == [["0", "6"], ["1", "6"]]
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_the_default_demo_says_nothing_of_a_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--devices", "1", "--items", "2", "--kernel-us", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel 10 us" in out.splitlines()[0]
+    assert "model" not in out
+
+
+def test_demo_with_a_model_computes_through_the_model_body(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, private_tmp: Path
+) -> None:
+    # A wrong body shows in every result: the model, not a kernel, did the work.
+    real = aclasync._cli._pipeline.model_body
+
+    def body_off_by_one(w: Any, x: Any) -> Any:
+        return real(w, x) + 1
+
+    monkeypatch.setattr(aclasync._cli._pipeline, "model_body", body_off_by_one)
+    argv = ["demo", "--model", "--devices", "2", "--items", "6", "--kernel-us", "100"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "verified" not in captured.out
+    assert_one_error_line(
+        captured.err.splitlines()[-1], "verification failed", "6 of 6 results differ"
+    )
+    assert list(private_tmp.iterdir()) == []
+
+
+@pytest.mark.anyio
+async def test_pipeline_model_leaves_no_model_object_on_a_given_runtime(
+    private_tmp: Path,
+) -> None:
+    runtime = aclasync.sim.create(device_count=2)
+    try:
+        result = await aclasync._cli._pipeline.run_pipeline(
+            devices=2, items=5, kernel_us=50, size=8, backend=runtime, model=True
+        )
+        assert (result["compute"], result["verified"]) == ("model", 5)
+        counts = runtime.sim.model_objects()
+        assert counts == {"models": 0, "model_descs": 0, "datasets": 0, "data_buffers": 0}
+    finally:
+        runtime.sim.close()
+    assert os.listdir(private_tmp) == []
+
+
+@pytest.mark.anyio
+async def test_pipeline_model_needs_a_simulated_runtime_object(private_tmp: Path) -> None:
+    with pytest.raises(RuntimeError, match="needs a simulated runtime"):
+        await aclasync._cli._pipeline.run_pipeline(items=1, backend="sim", model=True)
+    assert os.listdir(private_tmp) == []
+
+
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])
 def test_an_error_inside_a_device_task_is_one_line_not_a_group_traceback(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, loop: str
@@ -329,6 +403,21 @@ def test_example_offload_reports_results_and_the_failed_request(loop: str) -> No
         assert line.endswith(" ms, correct")
         kernel_ms = float(line.split("kernel ")[1].split(" ms")[0])
         assert kernel_ms >= 2.0  # the modelled 2000 us, measured by timing events
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_example_inference_serves_verifies_and_leaves_nothing(loop: str) -> None:
+    argv = ["--requests", "48", "--streams", "3", "--model-us", "200", "--loop", loop]
+    done = run_example("inference.py", *argv)
+    assert done.returncode == 0, done.stdout + done.stderr
+    served, verified, left = done.stdout.splitlines()
+    assert served.startswith(f"served 48 requests over 3 streams on {loop}: ")
+    figures = served.split(": ", 1)[1].replace(",", "").split()
+    requests_per_s, p50, p99 = float(figures[0]), float(figures[4]), float(figures[7])
+    assert requests_per_s > 0
+    assert 0.2 <= p50 <= p99  # each request holds the device for 200 us at least
+    assert verified == "verified 48/48 outputs against the host"
+    assert left == "left behind after close: nothing"
 
 
 def test_debug_environment_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,6 +48,8 @@ def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
         (["demo", "--kernel-us", "1e300"], "argument --kernel-us: must be 0 or more and at most"),
         (["demo", "--loop", "tokio"], "argument --loop: invalid choice: 'tokio'"),
         (["demo", "--bogus"], "unrecognized arguments: --bogus"),
+        (["demo", "--model=yes"], "argument --model: ignored explicit argument 'yes'"),
+        (["demo", "--model", "--size", "100000"], "--size 100000 on 4 device(s) needs about"),
         (["bench", "--scale", "inf"], "argument --scale: must be a finite number, got inf"),
         (["bench", "--scale", "nan"], "argument --scale: must be a finite number, got nan"),
         (["bench", "--scale", "0"], "argument --scale: must be above 0"),
@@ -160,6 +162,7 @@ def test_every_subcommand_accepts_the_simulator_in_any_case(
     "argv",
     [
         ["demo", "--items", "2"],
+        ["demo", "--items", "2", "--model"],
         ["trace", "--items", "2"],
         ["bench", "launch", "--quick"],
     ],

@@ -34,8 +34,12 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-def interrupt_after(marker: str, *args: str) -> tuple[int, str, str]:
+def interrupt_after(
+    marker: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     """Start ``python -m aclasync ARGS``, SIGINT it once stderr shows *marker*.
+
+    *env* adds to (or overrides) the environment ``cli_env()`` gives.
 
     Returns the exit status, the stderr after the marker line and the stdout.
     """
@@ -44,7 +48,7 @@ def interrupt_after(marker: str, *args: str) -> tuple[int, str, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=cli_env(),
+        env={**cli_env(), **(env or {})},
     )
     try:
         assert process.stderr is not None
@@ -76,6 +80,22 @@ def assert_interrupted(status: int, err: str) -> None:
 def test_ctrl_c_ends_the_demo(loop: str) -> None:
     status, err, _ = interrupt_after("items/s", "demo", "--items", "4000", "--loop", loop)
     assert_interrupted(status, err)
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_ctrl_c_ends_the_model_demo_and_removes_its_spec_file(loop: str, tmp_path: Path) -> None:
+    status, err, _ = interrupt_after(
+        "items/s",
+        "demo",
+        "--model",
+        "--items",
+        "4000",
+        "--loop",
+        loop,
+        env={"TMPDIR": str(tmp_path)},
+    )
+    assert_interrupted(status, err)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])

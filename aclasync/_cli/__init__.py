@@ -168,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=64,
         help="matrix side length; memory-checked (default 64)",
     )
+    demo.add_argument(
+        "--model",
+        action="store_true",
+        help="compute with a registered simulated model (acl.mdl) instead of a kernel",
+    )
     demo.set_defaults(handler=_cmd_demo, parser=demo)
 
     bench = commands.add_parser("bench", help="run the benchmark suite")
@@ -255,6 +260,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         kernel_us=args.kernel_us,
         size=args.size,
         out=sys.stdout,
+        model=args.model,
     )
 
 

@@ -63,9 +63,19 @@ def demo_bytes(devices: int, size: int) -> int:
 
 
 def run_demo(
-    *, devices: int, items: int, loop: str, kernel_us: float, size: int, out: TextIO
+    *,
+    devices: int,
+    items: int,
+    loop: str,
+    kernel_us: float,
+    size: int,
+    out: TextIO,
+    model: bool = False,
 ) -> int:
     """Run the demo pipeline on a fresh simulator and print a summary to *out*.
+
+    With *model*, the compute step is a registered simulated model run with
+    ``Model.launch`` instead of a kernel (its temporary spec file is removed at the end).
 
     Blocks until the pipeline has finished; Ctrl-C cancels it and raises
     ``KeyboardInterrupt`` once the devices are closed. Progress goes to stderr.
@@ -76,16 +86,22 @@ def run_demo(
         0 when every result matched the host reference, 1 otherwise.
     """
     display = ProgressDisplay(sys.stderr)
+    step = "registered model" if model else "kernel"
     print(
         f"pipeline: {items} items of {size}x{size} float32 over {devices} simulated "
-        f"device(s), kernel {kernel_us:g} us, on {loop}",
+        f"device(s), {step} {kernel_us:g} us, on {loop}",
         file=out,
         flush=True,
     )
 
     async def pipeline() -> dict[str, Any]:
         return await _pipeline.run_pipeline(
-            devices=devices, items=items, kernel_us=kernel_us, size=size, progress=display
+            devices=devices,
+            items=items,
+            kernel_us=kernel_us,
+            size=size,
+            progress=display,
+            model=model,
         )
 
     try:
@@ -112,8 +128,14 @@ def format_summary(result: dict[str, Any]) -> str:
         )
     lines.append(f"  {'total':>6}  {result['items']:>6}  {result['items_per_s']:>9.1f}")
     lines.append(f"wall time {result['seconds']:.3f} s")
+    if result.get("compute") == "model":
+        lines.append(
+            "compute step: a registered simulated model (acl.sim.register_model), "
+            "queued with Model.launch on each device's compute stream"
+        )
+    runs = "model executions" if result.get("compute") == "model" else "kernels"
     lines.append(
-        "compute utilisation: the share of the wall time each device's kernels ran "
+        f"compute utilisation: the share of the wall time each device's {runs} ran "
         "(the overlap of copies and compute achieved)"
     )
     lines.append(

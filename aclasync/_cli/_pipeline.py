@@ -7,11 +7,20 @@ upload of item k+1 and the download of item k overlap the kernel of item k. The
 kernel's body does real numpy work (``tanh(x @ W)``) on simulated device memory and
 lasts a modelled ``kernel_us``; every result is checked against the same computation
 done on the host.
+
+With ``model=True`` the compute step is a simulated offline model instead: the run
+registers one (``acl.sim.register_model``) in a temporary directory, whose body is the
+kernel's, each device loads it (``dev.load_model``) and queues it on the compute stream
+over the slot's device buffers (``Model.launch``), so the data never leaves the device.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+import os
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
@@ -22,6 +31,7 @@ import numpy as np
 
 from .._device import Device, open_device
 from .._event import Event
+from .._model import Model
 from .._stream import Stream
 
 __all__ = ["SLOTS", "PipelineProgress", "run_pipeline"]
@@ -69,6 +79,38 @@ def compute(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], out: np.ndarray[An
     np.tanh(x @ w, out=out)
 
 
+def model_body(w: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The demo model's body: the kernel's work, into a new output array."""
+    out = np.empty((x.shape[0], w.shape[1]), dtype=np.float32)
+    compute(x, w, out)
+    return out
+
+
+def register_demo_model(
+    backend: object, directory: str, w: np.ndarray[Any, Any], duration_us: float
+) -> str:
+    """Register the demo model on simulated runtime *backend*; return its model file's path.
+
+    The spec file is written into *directory*; the model takes one ``x`` and gives one
+    ``y``, both ``size`` x ``size`` float32, and each execution lasts at least
+    *duration_us*. Raises ``RuntimeError`` if *backend* is not a simulated runtime.
+    """
+    sim = getattr(backend, "sim", None)
+    if sim is None:
+        raise RuntimeError(
+            "the demo's model needs a simulated runtime: backend=None or aclasync.sim.create()"
+        )
+    size = w.shape[0]
+    path: str = sim.register_model(
+        os.path.join(directory, "demo.om"),
+        inputs=[("x", (size, size), "float32")],
+        outputs=[("y", (size, size), "float32")],
+        fn=functools.partial(model_body, w),
+        duration_us=duration_us,
+    )
+    return path
+
+
 def host_reference(item: int, w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """What the device must have computed for *item*, computed on the host."""
     size = w.shape[0]
@@ -86,6 +128,7 @@ async def run_pipeline(
     size: int = 64,
     progress: Callable[[PipelineProgress], None] | None = None,
     on_ready: Callable[[int], None] | None = None,
+    model: bool = False,
 ) -> dict[str, Any]:
     """Run the pipeline over *devices* devices and return its figures.
 
@@ -93,6 +136,9 @@ async def run_pipeline(
     called in the event loop after each finished item, ``on_ready(device_id)`` once a
     device has its streams and buffers (the end of its set-up). Cancellation stops
     the run; every device is closed (its queued work finished) before it propagates.
+    ``model=True`` runs the compute step as a registered simulated model (see the
+    module docstring); its temporary directory is removed before this returns, also
+    on error or cancellation.
 
     Raises
     ------
@@ -110,13 +156,26 @@ async def run_pipeline(
     w = weights(size)
     started = time.perf_counter()
     try:
-        async with anyio.create_task_group() as tg:
-            for device_id in range(devices):
-                share = range(device_id, items, devices)  # lazy: no memory per item
-                pipeline = _DevicePipeline(
-                    device_id, share, backend, w, kernel_us, state, progress, on_ready
-                )
-                tg.start_soon(pipeline.run)
+        with contextlib.ExitStack() as stack:
+            model_path = None
+            if model:
+                directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="aclasync-"))
+                model_path = register_demo_model(backend, directory, w, kernel_us)
+            async with anyio.create_task_group() as tg:
+                for device_id in range(devices):
+                    share = range(device_id, items, devices)  # lazy: no memory per item
+                    pipeline = _DevicePipeline(
+                        device_id,
+                        share,
+                        backend,
+                        w,
+                        kernel_us,
+                        state,
+                        progress,
+                        on_ready,
+                        model_path,
+                    )
+                    tg.start_soon(pipeline.run)
     finally:
         if own_runtime:
             backend.sim.close()  # type: ignore[attr-defined]
@@ -139,6 +198,7 @@ async def run_pipeline(
         "seconds": seconds,
         "items_per_s": items / seconds,
         "kernel_us": kernel_us,
+        "compute": "model" if model else "kernel",
         "size": size,
         "per_device": per_device,
     }
@@ -156,49 +216,60 @@ class _DevicePipeline:
     state: PipelineProgress
     progress: Callable[[PipelineProgress], None] | None
     on_ready: Callable[[int], None] | None
+    #: The registered model's file, or None for the kernel.
+    model_path: str | None = None
+    _model: Model | None = dataclasses.field(default=None, init=False)
 
     async def run(self) -> None:
         if not self.share:
             return
-        size = self.w.shape[0]
-        nbytes = size * size * 4
         async with open_device(self.device_id, backend=self.backend) as dev:
             if not hasattr(dev.acl, "sim"):
                 raise RuntimeError("the demo's kernels need the simulator (backend='sim')")
-            transfer = await dev.create_stream()
-            compute_stream = await dev.create_stream()
-            slots = [
-                _Slot(
-                    host_in=await dev.alloc_host(nbytes),
-                    host_out=await dev.alloc_host(nbytes),
-                    dev_in=await dev.alloc(nbytes),
-                    dev_out=await dev.alloc(nbytes),
-                )
-                for _ in range(SLOTS)
-            ]
-            if self.on_ready is not None:
-                self.on_ready(self.device_id)
-            # Uploads run one item ahead of downloads, so that the transfer stream never
-            # holds an upload behind a download waiting for the running kernel.
-            uploaded: deque[_Slot] = deque()
-            in_flight: deque[_Slot] = deque()
-            last = len(self.share) - 1
-            for k, item in enumerate(self.share):
-                slot = slots[k % SLOTS]
-                if slot.events:
-                    await self._finish(in_flight.popleft())
-                slot.item = item
-                slot.host_in.view(np.float32, (size, size))[...] = item_input(item, size)
-                await self._upload_and_compute(dev, transfer, compute_stream, slot)
-                uploaded.append(slot)
-                if len(uploaded) == SLOTS or k == last:
-                    in_flight.append(await _download(transfer, uploaded.popleft()))
-            while uploaded:
-                in_flight.append(await _download(transfer, uploaded.popleft()))
-            while in_flight:
+            if self.model_path is None:
+                await self._process(dev)
+                return
+            async with dev.load_model(self.model_path) as model:  # closed before the device
+                self._model = model
+                await self._process(dev)
+
+    async def _process(self, dev: Device) -> None:
+        size = self.w.shape[0]
+        nbytes = size * size * 4
+        transfer = await dev.create_stream()
+        compute_stream = await dev.create_stream()
+        slots = [
+            _Slot(
+                host_in=await dev.alloc_host(nbytes),
+                host_out=await dev.alloc_host(nbytes),
+                dev_in=await dev.alloc(nbytes),
+                dev_out=await dev.alloc(nbytes),
+            )
+            for _ in range(SLOTS)
+        ]
+        if self.on_ready is not None:
+            self.on_ready(self.device_id)
+        # Uploads run one item ahead of downloads, so that the transfer stream never
+        # holds an upload behind a download waiting for the running kernel.
+        uploaded: deque[_Slot] = deque()
+        in_flight: deque[_Slot] = deque()
+        last = len(self.share) - 1
+        for k, item in enumerate(self.share):
+            slot = slots[k % SLOTS]
+            if slot.events:
                 await self._finish(in_flight.popleft())
-            await transfer.aclose()
-            await compute_stream.aclose()
+            slot.item = item
+            slot.host_in.view(np.float32, (size, size))[...] = item_input(item, size)
+            await self._upload_and_compute(dev, transfer, compute_stream, slot)
+            uploaded.append(slot)
+            if len(uploaded) == SLOTS or k == last:
+                in_flight.append(await _download(transfer, uploaded.popleft()))
+        while uploaded:
+            in_flight.append(await _download(transfer, uploaded.popleft()))
+        while in_flight:
+            await self._finish(in_flight.popleft())
+        await transfer.aclose()
+        await compute_stream.aclose()
 
     async def _upload_and_compute(
         self, dev: Device, transfer: Stream, compute_stream: Stream, slot: _Slot
@@ -208,6 +279,11 @@ class _DevicePipeline:
         transfer.memcpy(slot.dev_in, slot.host_in)
         uploaded = await transfer.record_event()
         compute_stream.wait_event(uploaded)
+        if self._model is not None:
+            self._model.launch(compute_stream, [slot.dev_in], [slot.dev_out])
+            computed = await compute_stream.record_event()
+            slot.events = (uploaded, computed)
+            return
         w = self.w
         size = w.shape[0]
         acl = dev.acl
