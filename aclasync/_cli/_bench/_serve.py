@@ -73,7 +73,28 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": _checks(rows),
-        "chart": {"label": ["mode", "concurrency"], "value": "rps", "unit": "requests/s"},
+        "charts": [
+            {
+                "group": ["concurrency"],
+                "group_format": "{concurrency} concurrent",
+                "series": "mode",
+                "value": "rps",
+                "axis": "requests served per second",
+                "unit": "req/s; higher is better",
+                "annotate": "p99_ms",
+                "annotate_format": "p99 {:,.0f} ms",
+            },
+            {
+                "group": ["concurrency"],
+                "group_format": "{concurrency} concurrent",
+                "series": "mode",
+                "value": "health_p99_ms",
+                "axis": "99th percentile of GET /health latency under load",
+                "unit": "ms; lower is better",
+                "target": 20.0,
+                "target_label": "target from 64 concurrent: <= 20 ms",
+            },
+        ],
         "notes": [
             f"1 simulated device, {STREAMS} streams, {KERNEL_US / 1000:g} ms kernels; "
             "uvicorn on asyncio; client and server on the same machine.",

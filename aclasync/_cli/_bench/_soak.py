@@ -80,7 +80,17 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "chart": {"label": ["loop"], "value": "stall_p99_ms", "unit": "ms"},
+        "charts": [
+            {
+                "group": ["loop"],
+                "group_format": "{loop}",
+                "value": "stall_p99_ms",
+                "axis": "99th percentile of how late a 1 ms sleep wakes up under mixed load",
+                "unit": "ms; lower is better",
+                "annotate": "stall_max_ms",
+                "annotate_format": "max {:,.0f} ms",
+            }
+        ],
         "notes": [
             "RSS from /proc/self/statm: at the start (devices open), after the warm-up "
             "(a fifth of the run) and at the end; threads: threading.active_count().",
