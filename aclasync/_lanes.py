@@ -45,19 +45,26 @@ class Lane:
 
     The worker owns every field but ``errors``: it appends failures there (with a
     device-wide sequence number, so the device can report them in the order it saw
-    them) and the event loop pops them when it reports them.
+    them) and the event loop pops them when it reports them. The fields about the
+    stream's watches (``watches``, ``lent``, ``lent_stream``, ``unlendable``,
+    ``collected``) are shared with the device's waiting thread and change only under
+    the worker's lock.
     """
 
     __slots__ = (
         "aborted",
         "closed",
+        "collected",
         "errors",
         "fast_sync",
         "forced",
         "handle",
         "launches",
+        "lent",
+        "lent_stream",
         "overflow_buffer",
         "records",
+        "unlendable",
         "watches",
     )
 
@@ -74,6 +81,14 @@ class Lane:
         self.aborted = False
         #: Closed with ``destroy_stream_force``: its queued work may never have run.
         self.forced = False
+        #: ``launches`` when the stream's failures were last collected by a sync.
+        self.collected = 0
+        #: The head watch is lent to the waiting thread (waited on by a stream sync
+        #: when ``lent_stream``: that sync returns the stream's failures).
+        self.lent = False
+        self.lent_stream = False
+        #: The waiting thread's wait failed for this stream: the worker watches it.
+        self.unlendable = False
 
     def next_seq(self) -> int:
         """Number the next point recorded on the stream (events and fences)."""

@@ -25,6 +25,13 @@ class WorkerOptions:
     fast_sync_poll_us:
         Interval at which the worker polls while a FAST_SYNC stream has waiters
         (lower latency, more CPU: the documented FAST_SYNC trade-off).
+    waiting_thread:
+        Give the device a second thread that blocks in the runtime's own waits
+        (``synchronize_stream_with_timeout`` / ``synchronize_event_with_timeout``) on
+        behalf of the worker: completions then cost one thread-to-loop wake-up and a
+        quiet wait costs no CPU. With False, the worker alone watches for completions
+        by polling and short wait slices (the earlier design, kept for
+        comparison in ``aclasync bench sync-modes``).
     cpu:
         Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
         thread that opens the device (the event loop's) and the worker to the CPU that
@@ -37,6 +44,7 @@ class WorkerOptions:
     busy_poll_us: float = 250.0
     busy_window_ms: float = 50.0
     fast_sync_poll_us: float = 20.0
+    waiting_thread: bool = True
     cpu: int | Literal["loop"] | None = None
 
     def __post_init__(self) -> None:
@@ -47,6 +55,8 @@ class WorkerOptions:
         for name in ("busy_poll_us", "fast_sync_poll_us"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not isinstance(self.waiting_thread, bool):
+            raise TypeError("waiting_thread must be a bool")
         if not self.busy_window_ms >= 0:
             raise ValueError(f"busy_window_ms must be >= 0, got {self.busy_window_ms!r}")
         if self.cpu == "loop":

@@ -1,12 +1,20 @@
 """The device worker: one thread per open device that makes every runtime call for it.
 
 The event loop hands the worker *jobs* through a deque; the worker drains the whole
-deque per round, so a busy worker costs submitters no wake-up. Between rounds it looks
-for finished work without running Python in runtime callbacks: it queries the event at
+deque per round, so a busy worker costs submitters no wake-up. Waiting for work to
+finish is the business of the device's waiting thread (``_waiting_thread``): the worker
+lends it the oldest point waiters watch, and it blocks in the runtime's own wait for
+that point and resolves the waiters when it returns. A stream whose waits are not lent
+(a second stream with waiters while the first is lent) is watched by the worker
+between rounds, without running Python in runtime callbacks: it queries the event at
 the head of each stream's watch list (events on a stream finish in order), waits in
 short ``synchronize_event_with_timeout`` slices with the GIL released, or, while a
 FAST_SYNC stream has waiters, polls. Every waiter resolved in a round reaches its event
 loop in one batch per loop.
+
+Threads: one submitting thread and at most one waiting thread per device. The
+bookkeeping both touch (watches, the waiting set, resolved waiters) changes only under
+the worker's ``lock``.
 
 The worker owns every runtime handle the device holds (streams, events, memory) and
 releases them all when the device closes, or as far as it can when it dies. Results
@@ -36,6 +44,7 @@ from ._lanes import Lane, Watch
 from ._loop import EXPIRED, Delivery, Waiter
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
+from ._waiting_thread import Loan, WaitingThread, is_timeout
 
 __all__ = ["DeviceWorker", "WorkerOptions"]
 
@@ -84,6 +93,11 @@ class DeviceWorker:
         self._error_seq = itertools.count()
         self._waiting: dict[int, Lane] = {}
         self._ready: dict[Delivery, list[Waiter]] = {}
+        #: Guards what the waiting thread shares with the worker (see the module doc).
+        self.lock = threading.Lock()
+        self._loan_returned = threading.Condition(self.lock)
+        self._context: int | None = None
+        self._waiting_thread: WaitingThread | None = None
         #: Runtime handles the device owns: the worker's alone.
         self.handles = Handles(self._rt, device_id, self.default_lane)
         self._thread = threading.Thread(
@@ -169,21 +183,31 @@ class DeviceWorker:
                 os.sched_setaffinity(0, {self._cpu})
             while stop_waiter is None:
                 stop_waiter = self._drain_inbox()
-                if self._waiting:
-                    self._sweep()
-                self._flush()
+                with self.lock:
+                    if self._waiting:
+                        self._sweep()
+                        self._lend()
+                    self._flush()
+                waiting_thread = self._waiting_thread
+                if waiting_thread is not None and waiting_thread.failure is not None:
+                    raise waiting_thread.failure
                 if stop_waiter is None and not self._inbox:
                     self._idle_wait()
             failures = self._teardown()
         except BaseException as exc:  # the device is unusable; say so to every waiter
             self._die(exc)
             return
-        self._resolve(stop_waiter, outcome.Value(failures))
-        self._flush()
+        with self.lock:
+            self._resolve(stop_waiter, outcome.Value(failures))
+            self._flush()
 
     def _set_device(self) -> None:
         self._check(self._rt.set_device(self.device_id), "acl.rt.set_device")
         self._device_set = True
+        if self.options.waiting_thread:
+            context, ret = self._rt.get_context()
+            self._check(ret, "acl.rt.get_context")
+            self._context = int(context)
 
     def _drain_inbox(self) -> Waiter | None:
         inbox = self._inbox
@@ -197,9 +221,11 @@ class DeviceWorker:
             elif op == _CALL:
                 self._call(job[1], job[2])
             elif op == _FENCE:
-                self._fence(job[1], job[2])
+                with self.lock:
+                    self._fence(job[1], job[2])
             elif op == _WATCH:
-                self._watch(job[1], job[2], job[3], job[4])
+                with self.lock:
+                    self._watch(job[1], job[2], job[3], job[4])
             else:
                 waiter: Waiter = job[1]
                 return waiter
@@ -230,7 +256,8 @@ class DeviceWorker:
             result.value.close()
             result = outcome.Error(TypeError("the function returned a coroutine; pass a plain one"))
         if waiter is not None:
-            self._resolve(waiter, result)
+            with self.lock:
+                self._resolve(waiter, result)
 
     def _fence(self, lane: Lane, waiter: Waiter) -> None:
         waiter.seen = True
@@ -246,7 +273,8 @@ class DeviceWorker:
         if ret:
             self._resolve(waiter, outcome.Error(self._error(ret, "acl.rt.stream_query", lane)))
         elif status == _STREAM_COMPLETE:
-            self._collect(lane)
+            if lane.collected != lane.launches:  # else nothing ran since the last look
+                self._collect(lane)
             self._resolve(waiter, _done())
         elif waiter.expired:
             self._resolve(waiter, EXPIRED)
@@ -297,11 +325,93 @@ class DeviceWorker:
         self._waiting[lane.handle] = lane
 
     def _sweep(self) -> None:
-        """Resolve the watches whose events have completed, stream by stream."""
+        """Resolve the watches whose events have completed, stream by stream.
+
+        A stream lent to the waiting thread is left to it.
+        """
         for handle, lane in list(self._waiting.items()):
+            if lane.lent:
+                continue
             self._sweep_lane(lane)
             if not lane.watches:
                 del self._waiting[handle]
+
+    # -- the waiting thread's side (all with the lock held) --------------------------
+
+    def _lend(self) -> None:
+        """Make sure the waiting thread looks for something to wait for."""
+        if self._context is None:
+            return
+        if self._waiting_thread is None:
+            self._waiting_thread = WaitingThread(
+                self._rt,
+                self.device_id,
+                self._context,
+                self.lock,
+                self._pick_loan,
+                self._loan_done,
+                self._wake_worker,
+            )
+        self._waiting_thread.poke()
+
+    def _pick_loan(self) -> Loan | None:
+        """Lend the oldest stream's head watch (None when nothing can be lent).
+
+        A FAST_SYNC stream whose head is a fence with nothing queued after it is waited
+        on with ``synchronize_stream``, so that the runtime waits in FAST_SYNC mode;
+        everything else by its event.
+        """
+        for lane in self._waiting.values():
+            if lane.unlendable or not lane.watches:
+                continue
+            head = lane.watches[0]
+            by_stream = lane.fast_sync and head.fence and head.launches == lane.launches
+            lane.lent = True
+            lane.lent_stream = by_stream
+            return Loan(lane, head, by_stream=by_stream)
+        return None
+
+    def _loan_done(self, loan: Loan, ret: int) -> None:
+        """The waiting thread's wait returned *ret*: resolve what is finished."""
+        lane = loan.lane
+        lane.lent = False
+        if loan.by_stream:
+            lane.lent_stream = False
+            self._loan_returned.notify_all()
+        if lane.closed or is_timeout(ret):
+            return
+        head = lane.watches[0] if lane.watches else None
+        if loan.by_stream:
+            self._take_sync_status(lane, ret)
+            lane.collected = loan.watch.launches
+        self._sweep_lane(lane)
+        if not lane.watches:
+            self._waiting.pop(lane.handle, None)
+        elif ret and lane.watches[0] is head:
+            # The wait failed yet the point is not reached (a stopped stream, a bad
+            # event): polling by the worker takes over rather than a wait that returns
+            # at once, again and again.
+            lane.unlendable = True
+            self._wake_worker()
+        self._flush()
+
+    def _wake_worker(self) -> None:
+        if self._idle:
+            self._idle = False
+            try:  # noqa: SIM105 - as in _submit
+                self._wake.release()
+            except RuntimeError:
+                pass
+
+    def _await_loan(self, lane: Lane) -> None:
+        """Wait (lock released meanwhile) until a stream sync lent on *lane* returned."""
+        while lane.lent_stream:
+            self._loan_returned.wait()
+
+    def _stop_waiting_thread(self) -> None:
+        waiting_thread, self._waiting_thread = self._waiting_thread, None
+        if waiting_thread is not None:
+            waiting_thread.stop()
 
     def _sweep_lane(self, lane: Lane) -> None:
         query = self._rt.query_event_status
@@ -320,7 +430,7 @@ class DeviceWorker:
                 )
                 self._resolve_all(head, failed)
                 continue
-            if head.fence:
+            if head.fence and head.launches > lane.collected:
                 # Kernel failures are reported by synchronize_stream only; collect them
                 # when the stream is idle (the call then returns at once). Work queued
                 # after the fence leaves them for a later look.
@@ -332,28 +442,28 @@ class DeviceWorker:
     def _idle_wait(self) -> None:
         """Sleep until a job arrives or it is time to look for completions again.
 
-        With nothing to watch, sleep until a job arrives. While a FAST_SYNC stream has
-        waiters, poll every ``fast_sync_poll_us``. While only default-mode streams
-        have waiters and jobs have been quiet for ``busy_window_ms``, block on the
-        device in a ``wait_slice_ms`` slice (GIL released; a job arriving meanwhile
-        waits for the slice to end). During bursts of jobs, poll every
-        ``busy_poll_us`` instead, so that jobs are picked up at once; that interval is
-        close to the runtime's own wake-up latency for passive waits, so default
-        streams keep their low-CPU, higher-latency character and FAST_SYNC streams
-        their advantage.
+        With nothing to watch (or only the stream lent to the waiting thread), sleep
+        until a job arrives. While another FAST_SYNC stream has waiters, poll every
+        ``fast_sync_poll_us``. While only default-mode streams have waiters and jobs
+        have been quiet for ``busy_window_ms``, block on the device in a
+        ``wait_slice_ms`` slice (GIL released; a job arriving meanwhile waits for the
+        slice to end). During bursts of jobs, poll every ``busy_poll_us`` instead, so
+        that jobs are picked up at once; that interval is close to the runtime's own
+        wake-up latency for passive waits, so default streams keep their low-CPU,
+        higher-latency character and FAST_SYNC streams their advantage.
         """
         options = self.options
         timeout: float | None = None
-        if self._waiting:
-            if any(lane.fast_sync for lane in self._waiting.values()):
+        with self.lock:
+            watched = [lane for lane in self._waiting.values() if not lane.lent]
+            head = watched[0].watches[0].event if watched else 0
+        if watched:
+            if any(lane.fast_sync for lane in watched):
                 timeout = options.fast_sync_poll_us / 1e6
             elif time.monotonic() - self._last_jobs < options.busy_window_ms / 1e3:
                 timeout = options.busy_poll_us / 1e6
             else:
-                lane = next(iter(self._waiting.values()))
-                self._rt.synchronize_event_with_timeout(
-                    lane.watches[0].event, options.wait_slice_ms
-                )
+                self._rt.synchronize_event_with_timeout(head, options.wait_slice_ms)
                 return
         self._idle = True
         if self._inbox:
@@ -380,6 +490,10 @@ class DeviceWorker:
         will never run. Unless *reported* (someone awaits this and reports the
         stream's failures), they go to the device's ``orphan_errors``.
         """
+        with self.lock:
+            self._close_stream(lane, force=force, reported=reported)
+
+    def _close_stream(self, lane: Lane, *, force: bool, reported: bool) -> None:
         if lane.closed:
             return
         rt = self._rt
@@ -387,6 +501,7 @@ class DeviceWorker:
         if force:
             lane.forced = True
             ret, api = rt.destroy_stream_force(lane.handle), "acl.rt.destroy_stream_force"
+            self._await_loan(lane)  # a lent stream sync may hold the stream's failure
             self._fail_watches(
                 lane, "the stream was closed with force=True: the work this waited for was dropped"
             )
@@ -417,6 +532,10 @@ class DeviceWorker:
 
     def forget_event(self, lane: Lane, event: int, seq: int) -> None:
         """Take back a closed event: fail its pending waits, return it to the pool."""
+        with self.lock:
+            self._forget_event(lane, event, seq)
+
+    def _forget_event(self, lane: Lane, event: int, seq: int) -> None:
         if not self.handles.give_back_event(event):
             return
         index = lane.find(seq)
@@ -450,25 +569,36 @@ class DeviceWorker:
         """
         if not self._device_set:
             return []
-        for lane in list(self.handles.lanes.values()):
-            self._collect(lane)
-            self._sweep_lane(lane)
-            self._fail_watches(lane, "the device was closed")
-        self._waiting.clear()
+        with self.lock:
+            for lane in list(self.handles.lanes.values()):
+                self._collect(lane)
+                self._sweep_lane(lane)
+                self._fail_watches(lane, "the device was closed")
+            self._waiting.clear()
+        self._stop_waiting_thread()
         return list(self.handles.release_all(reset=True))
 
     # -- resolving waiters and recording failures ------------------------------------
 
     def _collect(self, lane: Lane) -> None:
-        """Take the stream's kernel failure, if any (blocks until the stream is idle)."""
+        """Take the stream's kernel failure, if any (blocks until the stream is idle).
+
+        Call with the lock held: a stream sync lent to the waiting thread is waited
+        for first, since the failure goes to whichever sync comes first.
+        """
+        self._await_loan(lane)
         if not lane.closed:
-            ret = self._rt.synchronize_stream(lane.handle)
-            if ret == _STREAM_ABORT:
-                # A stopped stream: the failure that stopped it was reported by the
-                # first sync after it; later syncs only repeat that it stopped.
-                lane.aborted = True
-            elif ret:
-                self._fail(lane, self._error(ret, "acl.rt.synchronize_stream", lane))
+            launches = lane.launches
+            self._take_sync_status(lane, self._rt.synchronize_stream(lane.handle))
+            lane.collected = launches
+
+    def _take_sync_status(self, lane: Lane, ret: int) -> None:
+        if ret == _STREAM_ABORT:
+            # A stopped stream: the failure that stopped it was reported by the first
+            # sync after it; later syncs only repeat that it stopped.
+            lane.aborted = True
+        elif ret:
+            self._fail(lane, self._error(ret, "acl.rt.synchronize_stream", lane))
 
     def _fail(self, lane: Lane, error: BaseException) -> None:
         lane.errors.append((next(self._error_seq), error))
@@ -521,20 +651,23 @@ class DeviceWorker:
         """Fail every pending waiter with a fresh ``DeviceBrokenError``; release what
         the device holds as far as the runtime still lets us."""
         self.death = exc
-        self._flush()  # results found before the death are still true
-        waiters: list[Waiter] = []
-        for lane in self.handles.lanes.values():
-            for watch in lane.watches:
-                waiters.extend(watch.waiters)
-            lane.watches.clear()
-        jobs = [self._current, *self._inbox]
-        self._inbox.clear()
-        for job in jobs:
-            waiters.extend(item for item in job if isinstance(item, Waiter))
-        for waiter in dict.fromkeys(waiters):  # each once, in order
-            if waiter.result is None and not waiter.abandoned:
-                self._resolve(waiter, outcome.Error(self.broken_error()))
-        self._flush()
+        with self.lock:
+            self._flush()  # results found before the death are still true
+            waiters: list[Waiter] = []
+            for lane in self.handles.lanes.values():
+                for watch in lane.watches:
+                    waiters.extend(watch.waiters)
+                lane.watches.clear()
+            self._waiting.clear()
+            jobs = [self._current, *self._inbox]
+            self._inbox.clear()
+            for job in jobs:
+                waiters.extend(item for item in job if isinstance(item, Waiter))
+            for waiter in dict.fromkeys(waiters):  # each once, in order
+                if waiter.result is None and not waiter.abandoned:
+                    self._resolve(waiter, outcome.Error(self.broken_error()))
+            self._flush()
+        self._stop_waiting_thread()
         self.handles.release_after_death(reset=self._device_set)
 
     def api_name(self, fn: Callable[..., Any]) -> str:

@@ -95,34 +95,24 @@ class ProxyAcl:
 
 
 class BreakableAcl(ProxyAcl):
-    """Once armed, ``rt.query_event_status`` raises ``RuntimeError`` (a dying backend).
+    """Once armed, the calls that look for finished work raise ``RuntimeError`` (a dying
+    backend): ``rt.query_event_status`` and the timed waits the device's waiting thread
+    blocks in."""
 
-    ``expect_queries(n)`` clears ``queried`` and sets it once ``query_event_status`` has
-    been called *n* more times: a way to know that the device worker went round its
-    loop (and so took every job submitted before) without sleeping.
-    """
+    _BREAKING = frozenset(
+        {
+            "query_event_status",
+            "synchronize_event_with_timeout",
+            "synchronize_stream_with_timeout",
+        }
+    )
 
     def __init__(self, inner: Any) -> None:
         super().__init__(inner)
         self.armed = threading.Event()
-        self.queried = threading.Event()
-        self._lock = threading.Lock()
-        self._queries = 0
-        self._target: int | None = None
-
-    def expect_queries(self, n: int) -> None:
-        with self._lock:
-            self.queried.clear()
-            self._target = self._queries + n
 
     def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
-        if name != "query_event_status":
-            return
-        with self._lock:
-            self._queries += 1
-            if self._target is not None and self._queries >= self._target:
-                self.queried.set()
-        if self.armed.is_set():
+        if name in self._BREAKING and self.armed.is_set():
             raise RuntimeError("injected backend failure")
 
 

@@ -93,9 +93,22 @@ async def test_runtime_calls_go_through_the_device_worker_in_pyacl_order(rt: Any
     calls = acl.calls
     assert len(calls) > pending_calls  # leaving made calls too
     assert calls[0][:2] == ("set_device", (0,))
-    threads = {ident for _, _, ident in calls}
-    assert threads == {worker}
     assert worker != loop_thread
+    # Besides the worker, only the device's waiting thread makes calls, and only its
+    # own: make the device's context current, block in timed waits, and look at what
+    # finished (queries, and the sync that collects an idle stream's failures).
+    others = [(name, ident) for name, _, ident in calls if ident != worker]
+    assert len({ident for _, ident in others}) <= 1
+    assert loop_thread not in {ident for _, ident in others}
+    assert others, "the waits were not lent to the waiting thread"
+    assert others[0][0] == "set_context"
+    assert {name for name, _ in others[1:]} <= {
+        "synchronize_stream_with_timeout",
+        "synchronize_event_with_timeout",
+        "query_event_status",
+        "stream_query",
+        "synchronize_stream",
+    }
 
     assert acl.named("create_stream_with_config") == [(3, int(StreamFlag.FAST_SYNC)), (1, 0)]
     assert (ev.handle, s.handle) in acl.named("record_event")
@@ -122,15 +135,13 @@ async def _outcome(outcomes: dict[str, BaseException | None], name: str, wait: A
         outcomes[name] = None
 
 
-async def _worker_went_round(acl: BreakableAcl) -> None:
-    """Return once the worker has swept at least once after every job submitted so far.
+async def _worker_went_round(probe: aclasync.Stream) -> None:
+    """Return once the worker has taken every job submitted so far.
 
-    One loop round of the worker makes at most two ``query_event_status`` calls here
-    (registering the event watch, then the sweep), so the third one comes from a round
-    that started after the submissions and therefore took them all.
+    A worker runs jobs in order, so once an idle stream's sync has come back, every
+    wait submitted before it is registered.
     """
-    acl.expect_queries(3)
-    assert await anyio.to_thread.run_sync(acl.queried.wait, 5.0)
+    await probe.synchronize()
 
 
 def _assert_broken(exc: BaseException | None) -> None:
@@ -157,7 +168,7 @@ async def test_worker_death_fails_pending_and_later_awaits_promptly(rt: Any) -> 
                     tg.start_soon(_outcome, outcomes, f"stream {i}", s.synchronize)
                     tg.start_soon(_outcome, outcomes, f"event {i}", ev.synchronize)
                 await anyio.wait_all_tasks_blocked()
-                await _worker_went_round(acl)
+                await _worker_went_round(other)
                 acl.armed.set()
 
         assert len(outcomes) == 6
@@ -211,6 +222,7 @@ async def test_worker_death_fails_a_pending_device_synchronize(rt: Any) -> None:
         kernel = dev.acl.sim.launch_kernel
         a = await dev.create_stream()
         b = await dev.create_stream()
+        probe = await dev.create_stream()
         gate = Gate()
         a.launch(kernel, gate.kernel())
         b.launch(kernel, gate.kernel())
@@ -218,7 +230,7 @@ async def test_worker_death_fails_a_pending_device_synchronize(rt: Any) -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_outcome, outcomes, "device", dev.synchronize)
                 await anyio.wait_all_tasks_blocked()
-                await _worker_went_round(acl)
+                await _worker_went_round(probe)
                 acl.armed.set()
         _assert_broken(outcomes["device"])
         gate.open()

@@ -146,6 +146,12 @@ async def _soak(seconds: float) -> dict[str, Any]:
             await stack.enter_async_context(aclasync.open_device(i, backend=acl))
             for i in range(DEVICES)
         ]
+        for dev in devices:
+            # A device starts its waiting thread at its first wait for unfinished
+            # work: start them all now, so that the thread count compares like with like.
+            async with dev.create_stream() as warm:
+                warm.launch(acl.sim.launch_kernel, Kernel(duration_us=1000))
+                await warm.synchronize()
         samples["rss_start"] = _rss_mib()
         samples["threads_start"] = threading.active_count()
         started = time.perf_counter()
