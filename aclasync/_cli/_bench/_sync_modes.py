@@ -12,12 +12,12 @@ Latency = waiter resumed - kernel completed. The floor of that latency on each l
 the one-way wake of a coroutine by a plain thread through the library's own wake path
 (``_floor.BareThread`` with a 100 us sleep, so that the loop is parked), measured in
 the same rounds; ``over us`` is what aclasync adds beyond the raw level and that floor.
-CPU per sync: ``time.thread_time()`` of
-the waiting thread around ``synchronize_stream`` (raw level only), and
-``time.process_time()`` over the whole launch-and-wait, divided by the number of syncs
-(both levels; it includes the simulator's threads and, through aclasync, the worker
-and the event loop). The CPU of a long quiet wait is ``_quiet_wait``'s, reported here
-as a second table.
+
+CPU per sync: ``time.thread_time()`` of the waiting thread around ``synchronize_stream``
+(raw level only), and ``time.process_time()`` over the whole launch-and-wait, divided by
+the number of syncs (both levels; it includes the simulator's threads and, through
+aclasync, the worker and the event loop). The CPU of a long quiet wait is measured by
+``_quiet_wait`` and reported here as a second table.
 """
 
 from __future__ import annotations
