@@ -42,7 +42,7 @@ class BenchConfig:
     Parameters
     ----------
     quick:
-        Use the small sizes (the whole suite in well under a minute).
+        Use the small sizes (the whole suite in about a minute and a half).
     loops:
         Names from ``LOOPS`` to run on, already checked to be available.
     progress:

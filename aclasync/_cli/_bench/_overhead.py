@@ -1,9 +1,12 @@
 """``overhead``: the round trip of one sync on an idle stream.
 
-Four ways of waiting for an idle stream, measured in one run and in interleaved rounds
-(so that a noisy moment on a shared machine hits them all alike):
+Ways of waiting for an idle stream, measured in one run and in interleaved rounds (so
+that a noisy moment on a shared machine hits them all alike):
 
 - ``raw``: ``acl.rt.synchronize_stream(h)`` in a loop on one thread (no event loop);
+- ``bare thread``: no runtime call at all, only the hand-over of a waiter to a
+  dedicated plain thread and its wake-up back on the loop (``_floor.BareThread``):
+  the floor of any worker round trip;
 - ``aclasync``: ``await stream.synchronize()``;
 - ``aclasync same-CPU``: the same with the loop thread and the device worker pinned to
   one CPU (``WorkerOptions(cpu=...)``), an opt-in placement for small machines;
@@ -28,15 +31,18 @@ from aclasync import sim
 from aclasync.sim import Kernel
 
 from ._common import BenchConfig, check, column, expect, raw_close, raw_open, run_on_loop
+from ._floor import BareThread
 from ._stats import ratio, summarize
 
 __all__ = ["run"]
 
 TITLE = "Idle-stream sync round trip"
 TARGET = 0.7  # aclasync / naive to_thread, medians
+BARE_TARGET_US = 5.0  # aclasync - bare thread, medians
 
-RAW, ACLASYNC, PINNED, NAIVE, STDLIB = (
+RAW, BARE, ACLASYNC, PINNED, NAIVE, STDLIB = (
     "raw (1 thread)",
+    "bare thread",
     "aclasync",
     "aclasync same-CPU",
     "to_thread (naive)",
@@ -57,6 +63,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         samples = run_on_loop(loop, _measure, loop, rounds, per_round)
         naive = summarize(samples[NAIVE], scale=1e-3)["median"]
         raw = summarize(samples[RAW], scale=1e-3)["median"]
+        bare = summarize(samples[BARE], scale=1e-3)["median"]
         for variant, values in samples.items():
             stats = summarize(values, scale=1e-3)
             rows.append(
@@ -68,12 +75,22 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                     "p99_us": stats["p99"],
                     "vs_naive": ratio(stats["median"], naive),
                     "vs_raw": ratio(stats["median"], raw),
+                    "vs_bare_us": stats["median"] - bare,
                 }
             )
             if variant == ACLASYNC:
                 value = ratio(stats["median"], naive)
                 ok = None if value is None else value <= TARGET
                 checks.append(check(f"aclasync / naive median [{loop}]", value, "<= 0.7", ok))
+                above = stats["median"] - bare
+                checks.append(
+                    check(
+                        f"aclasync - bare thread, medians, us [{loop}]",
+                        above,
+                        f"<= {BARE_TARGET_US:g}",
+                        above <= BARE_TARGET_US,
+                    )
+                )
     return {
         "title": TITLE,
         "columns": [
@@ -84,6 +101,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             column("p99_us", "p99 us", ".1f"),
             column("vs_naive", "/naive", ".2f"),
             column("vs_raw", "/raw", ".1f"),
+            column("vs_bare_us", "vs bare us", "+.1f"),
         ],
         "rows": rows,
         "checks": checks,
@@ -104,6 +122,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "Each sample is one `synchronize` of an idle stream, timed with perf_counter_ns "
             "around the await (or the raw call); variants alternate in rounds.",
             "same-CPU pins the loop thread and the worker to one CPU for that variant only.",
+            "bare thread: a waiter handed to a dedicated plain thread, which posts it back "
+            "at once (no runtime call): the floor of a worker round trip. 'vs bare us' is "
+            "the median minus that floor's median.",
         ],
         "params": {"rounds": rounds, "per_round": per_round},
     }
@@ -139,6 +160,13 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
         async def raw_batch(n: int, out: list[int]) -> None:
             out.extend(await anyio.to_thread.run_sync(raw_loop, n))
 
+        async def bare_batch(n: int, out: list[int]) -> None:
+            clock, trip = time.perf_counter_ns, bare.round_trip
+            for _ in range(n):
+                start = clock()
+                await trip()
+                out.append(clock() - start)
+
         async def aclasync_batch(n: int, out: list[int]) -> None:
             clock = time.perf_counter_ns
             for _ in range(n):
@@ -164,12 +192,14 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
 
         batches: dict[str, _Batch] = {
             RAW: raw_batch,
+            BARE: bare_batch,
             ACLASYNC: aclasync_batch,
             NAIVE: naive_batch,
         }
         if loop != "trio":
             batches[STDLIB] = stdlib_batch
         async with contextlib.AsyncExitStack() as stack:
+            bare = stack.enter_context(BareThread())
             if cpu is not None:
                 options = aclasync.WorkerOptions(cpu=cpu)
                 pinned_dev = await stack.enter_async_context(
@@ -177,7 +207,7 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
                 )
                 pinned = await stack.enter_async_context(pinned_dev.create_stream())
                 batches[PINNED] = _pinned(pinned, cpu)
-            order = [RAW, ACLASYNC, PINNED, NAIVE, STDLIB]
+            order = [RAW, BARE, ACLASYNC, PINNED, NAIVE, STDLIB]
             batches = {name: batches[name] for name in order if name in batches}
             samples: dict[str, list[int]] = {name: [] for name in batches}
             for batch in batches.values():  # warm-up, not recorded

@@ -15,6 +15,10 @@ Each benchmark describes its charts under ``"charts"`` in its result:
     Where the target lies on the value axis, drawn as a dashed line in the legend.
 ``annotate``, ``annotate_format``
     A row key printed at the end of each bar (e.g. the absolute figure of a ratio).
+``title``
+    The chart's title after the benchmark's name (default: the benchmark's title).
+
+Rows whose ``value`` is ``None`` are not drawn (e.g. a figure only some levels have).
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ def build_figure(results: dict[str, Any]) -> Any:
 
 
 def _bar_count(rows: list[dict[str, Any]], chart: dict[str, Any]) -> int:
+    rows = [row for row in rows if row.get(chart["value"]) is not None]
     groups = {_group_label(row, chart) for row in rows}
     key = chart.get("series")
     series = 1 if not key or key in chart["group"] else len({row.get(key) for row in rows})

@@ -37,8 +37,9 @@ def describe_machine() -> dict[str, Any]:
 def format_table(results: dict[str, Any]) -> str:
     """Render a results dict (as returned by ``run``) as plain-text tables.
 
-    One table per benchmark, then its target checks and notes; skipped benchmarks are
-    listed with the reason.
+    One table per benchmark (plus its extra ``tables``, each a ``title/columns/rows``
+    dict), then its target checks and notes; skipped benchmarks are listed with the
+    reason.
     """
     lines: list[str] = []
     machine = results.get("machine", {})
@@ -56,6 +57,9 @@ def format_table(results: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"== {name}: {bench.get('title', '')} ({bench.get('seconds', 0):.1f} s)")
         lines.extend(_table(bench["columns"], bench["rows"]))
+        for extra in bench.get("tables", []):
+            lines.append(f"  -- {extra['title']}")
+            lines.extend(_table(extra["columns"], extra["rows"]))
         for item in bench.get("checks", []):
             mark = {True: "ok  ", False: "MISS", None: "n/a "}[item["ok"]]
             value = item["value"]

@@ -74,7 +74,7 @@ def run(
         Benchmarks from ``BENCHMARKS``, in the order to run them; ``None`` or empty
         runs them all.
     quick:
-        Small sizes: the whole suite on all loops takes well under a minute.
+        Small sizes: the whole suite on all loops takes about a minute and a half.
     loops:
         ``"asyncio"``, ``"uvloop"``, ``"trio"``, a list of them, or ``"all"`` / ``None``
         for all three. Loops whose library is missing are skipped with a progress line.

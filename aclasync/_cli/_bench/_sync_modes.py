@@ -8,11 +8,16 @@ simulator thread and under one lock acquisition, so that stamp *is* the completi
 time, on the clock the waiter reads when it resumes. (Timing events are no help here:
 pyACL gives only the difference between two events, never a host-clock time.)
 
-Latency = waiter resumed - kernel completed. CPU per sync: ``time.thread_time()`` of
-the waiting thread around ``synchronize_stream`` (raw level only), and
-``time.process_time()`` over the whole launch-and-wait, divided by the number of syncs
-(both levels; it includes the simulator's threads and, through aclasync, the worker
-and the event loop).
+Latency = waiter resumed - kernel completed. The floor of that latency on each loop is
+the one-way wake of a coroutine by a plain thread through the library's own wake path
+(``_floor.BareThread`` with a 100 us sleep, so that the loop is parked), measured in
+the same rounds; ``over us`` is what aclasync adds beyond the raw level and that floor.
+
+CPU per sync: ``time.thread_time()`` of the waiting thread around ``synchronize_stream``
+(raw level only), and ``time.process_time()`` over the whole launch-and-wait, divided by
+the number of syncs (both levels; it includes the simulator's threads and, through
+aclasync, the worker and the event loop). The CPU of a long quiet wait is measured by
+``_quiet_wait`` and reported here as a second table.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ import aclasync
 from aclasync import StreamFlag, sim
 from aclasync.sim import Kernel
 
+from . import _quiet_wait
 from ._common import BenchConfig, check, column, expect, run_on_loop
+from ._floor import BareThread
 from ._stats import percentile, ratio
 
 __all__ = ["run"]
@@ -43,6 +50,10 @@ LENGTHS_US = (0, 100, 1_000, 10_000)
 _FULL = {0: 600, 100: 600, 1_000: 300, 10_000: 100}
 _QUICK = {0: 100, 100: 100, 1_000: 50, 10_000: 16}
 _POLLED_US = 1_000
+#: The floor thread's sleep before it posts: long enough for the loop to park.
+_FLOOR_DELAY_S = 100e-6
+#: aclasync - raw - floor, p50s, worst kernel length, per loop and mode (issue 13).
+OVER_TARGET_US = 20.0
 
 #: What one mode at one kernel length gave: lists of per-sync figures and totals.
 _Cell = dict[str, Any]
@@ -53,12 +64,17 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     """Measure both levels (raw, then aclasync on every loop of *cfg*); return the result."""
     counts = {length: cfg.size(_FULL[length], _QUICK[length], minimum=2) for length in LENGTHS_US}
     rounds = 1 if cfg.scale < 1 else (2 if cfg.quick else 4)
+    per_floor = cfg.size(50, 25, minimum=5)  # floor samples after each round of modes
     cfg.progress(f"sync-modes [raw]: {sum(counts.values())} syncs per mode, one thread")
     levels = {"raw": run_on_loop(cfg.loops[0], _raw_level_in_thread, counts, rounds)}
+    floors: dict[str, float] = {}
+    quiet: list[dict[str, Any]] = []
     for loop in cfg.loops:
         cfg.progress(f"sync-modes [{loop}]: {sum(counts.values())} syncs per mode via aclasync")
-        levels[loop] = run_on_loop(loop, _aclasync_level, counts, rounds)
-    rows = _rows(levels)
+        levels[loop], floor = run_on_loop(loop, _aclasync_level, counts, rounds, per_floor)
+        floors[loop] = percentile(floor, 50)
+        quiet.extend(_quiet_wait.measure(cfg, loop))
+    rows = _rows(levels, floors)
     return {
         "title": TITLE,
         "columns": [
@@ -74,9 +90,12 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             column("cpu_us", "proc cpu us", ".1f"),
             column("cpu_vs_default", "cpu/dflt", ".2f"),
             column("gap_kept", "gap kept", ".2f"),
+            column("floor_us", "floor us", ".1f"),
+            column("over_us", "over us", "+.1f"),
         ],
         "rows": rows,
-        "checks": _checks(rows, list(levels)),
+        "tables": [_quiet_wait.table(quiet)],
+        "checks": _checks(rows, list(levels)) + _over_checks(rows) + _quiet_wait.checks(quiet),
         "charts": [
             {
                 "group": ["level", "kernel_us"],
@@ -89,7 +108,20 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                 "target_label": "target: FAST_SYNC below 1, faster than default (kernels > 0 µs)",
                 "annotate": "p50_us",
                 "annotate_format": "{:.0f} µs",
-            }
+            },
+            {
+                "title": "what aclasync adds to a wake-up beyond the raw wait and the floor",
+                "group": ["level", "kernel_us"],
+                "group_format": "{level}, {kernel_us:,} µs kernel",
+                "series": "mode",
+                "value": "over_us",
+                "axis": "median latency through aclasync minus raw minus the thread-to-loop floor",
+                "unit": "µs; lower is better",
+                "target": OVER_TARGET_US,
+                "target_label": f"target: ≤ {OVER_TARGET_US:g} µs at every length",
+                "annotate": "over_us",
+                "annotate_format": "{:+.0f} µs",
+            },
         ],
         "notes": [
             "Latency: kernel completion (stamped by the kernel on the simulated device) to "
@@ -98,8 +130,18 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "process_time per launch+sync, all threads (simulator included).",
             "gap kept: (default p50 - this mode's p50) through aclasync on that loop, "
             "divided by the same gap at the raw level.",
+            "floor: p50 of a plain thread's post (after a 100 us sleep) to the coroutine "
+            "running again, through aclasync's own wake path, interleaved with that loop's "
+            "rounds; over = p50(aclasync) - p50(raw, same mode and length) - floor.",
+            *_quiet_wait.NOTES,
         ],
-        "params": {"counts": {str(k): v for k, v in counts.items()}, "rounds": rounds},
+        "params": {
+            "counts": {str(k): v for k, v in counts.items()},
+            "rounds": rounds,
+            "floor_samples_per_round": per_floor,
+            "floor_delay_us": _FLOOR_DELAY_S * 1e6,
+            **_quiet_wait.params(cfg),
+        },
     }
 
 
@@ -192,38 +234,67 @@ def _raw_level(counts: dict[int, int], rounds: int) -> dict[tuple[str, int], _Ce
         rt.reset_device(0)
 
 
-async def _aclasync_level(counts: dict[int, int], rounds: int) -> dict[tuple[str, int], _Cell]:
+async def _aclasync_level(
+    counts: dict[int, int], rounds: int, per_floor: int
+) -> tuple[dict[tuple[str, int], _Cell], list[float]]:
+    """Every mode and length through aclasync, and the loop's floor after each round.
+
+    Returns the cells and the floor samples (seconds).
+    """
     acl = sim.create(device_count=1)
     launch = acl.sim.launch_kernel
     cells: dict[tuple[str, int], _Cell] = {}
-    async with aclasync.open_device(0, backend=acl) as dev:
-        streams = {mode: await dev.create_stream(flags=flags) for mode, flags in MODES.items()}
-        for stream in streams.values():
-            stream.launch(launch, Kernel())
-            await stream.synchronize()
-        for length in LENGTHS_US:
-            n = max(1, counts[length] // rounds)
-            for _ in range(rounds):
-                for mode, stream in streams.items():
-                    latencies, ran = [], []
-                    cpu_start = time.process_time()
-                    for _ in range(n):
-                        stamp = _Stamp(length / 1e6)
-                        stream.launch(launch, Kernel(fn=stamp))
-                        await stream.synchronize()
-                        latencies.append(time.perf_counter() - stamp.end)
-                        ran.append(stamp.end - stamp.start)
-                    cell = cells.setdefault((mode, length), _new_cell())
-                    _merge(cell, latencies, ran, 0.0, time.process_time() - cpu_start)
-        for stream in streams.values():
-            await stream.aclose()
-    return cells
+    floor: list[float] = []
+    with BareThread(delay=_FLOOR_DELAY_S) as bare:
+        await bare.round_trip()  # warm-up, not recorded
+        async with aclasync.open_device(0, backend=acl) as dev:
+            await _aclasync_rounds(dev, launch, counts, rounds, cells, bare, per_floor, floor)
+    return cells, floor
 
 
-def _rows(levels: dict[str, dict[tuple[str, int], _Cell]]) -> list[dict[str, Any]]:
+async def _aclasync_rounds(
+    dev: aclasync.Device,
+    launch: Callable[..., int],
+    counts: dict[int, int],
+    rounds: int,
+    cells: dict[tuple[str, int], _Cell],
+    bare: BareThread,
+    per_floor: int,
+    floor: list[float],
+) -> None:
+    """Interleave the modes in *rounds* per length, then *per_floor* floor samples."""
+    streams = {mode: await dev.create_stream(flags=flags) for mode, flags in MODES.items()}
+    for stream in streams.values():
+        stream.launch(launch, Kernel())
+        await stream.synchronize()
+    for length in LENGTHS_US:
+        n = max(1, counts[length] // rounds)
+        for _ in range(rounds):
+            for mode, stream in streams.items():
+                latencies, ran = [], []
+                cpu_start = time.process_time()
+                for _ in range(n):
+                    stamp = _Stamp(length / 1e6)
+                    stream.launch(launch, Kernel(fn=stamp))
+                    await stream.synchronize()
+                    latencies.append(time.perf_counter() - stamp.end)
+                    ran.append(stamp.end - stamp.start)
+                cell = cells.setdefault((mode, length), _new_cell())
+                _merge(cell, latencies, ran, 0.0, time.process_time() - cpu_start)
+            for _ in range(per_floor):
+                posted = await bare.round_trip()
+                floor.append(time.perf_counter() - posted)
+    for stream in streams.values():
+        await stream.aclose()
+
+
+def _rows(
+    levels: dict[str, dict[tuple[str, int], _Cell]], floors: dict[str, float]
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     raw = levels["raw"]
     for level, cells in levels.items():
+        floor = floors.get(level)
         for length in LENGTHS_US:
             base = cells[("default", length)]
             base_p50 = percentile(base["latency"], 50)
@@ -234,10 +305,10 @@ def _rows(levels: dict[str, dict[tuple[str, int], _Cell]]) -> list[dict[str, Any
                 n = len(cell["latency"])
                 p50 = percentile(cell["latency"], 50)
                 cpu = cell["process_cpu"] / n
+                raw_p50 = percentile(raw[(mode, length)]["latency"], 50)
                 gap_kept = None
                 if level != "raw" and mode != "default":
-                    raw_gap = raw_default_p50 - percentile(raw[(mode, length)]["latency"], 50)
-                    gap_kept = ratio(base_p50 - p50, raw_gap)
+                    gap_kept = ratio(base_p50 - p50, raw_default_p50 - raw_p50)
                 rows.append(
                     {
                         "level": level,
@@ -252,6 +323,8 @@ def _rows(levels: dict[str, dict[tuple[str, int], _Cell]]) -> list[dict[str, Any
                         "cpu_us": cpu * 1e6,
                         "cpu_vs_default": ratio(cpu, base_cpu),
                         "gap_kept": gap_kept,
+                        "floor_us": None if floor is None else floor * 1e6,
+                        "over_us": None if floor is None else (p50 - raw_p50 - floor) * 1e6,
                     }
                 )
     return rows
@@ -294,3 +367,21 @@ def _checks(rows: list[dict[str, Any]], levels: list[str]) -> list[dict[str, Any
             )
         )
     return checks
+
+
+def _over_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """aclasync - raw - floor at its worst kernel length, per loop and mode (issue 13)."""
+    worst: dict[tuple[str, str], float] = {}
+    for row in rows:
+        if row["over_us"] is not None:
+            key = (row["level"], row["mode"])
+            worst[key] = max(worst.get(key, row["over_us"]), row["over_us"])
+    return [
+        check(
+            f"aclasync - raw - floor, p50s, worst length, {mode} [{level}] (us)",
+            value,
+            f"<= {OVER_TARGET_US:g}",
+            value <= OVER_TARGET_US,
+        )
+        for (level, mode), value in worst.items()
+    ]

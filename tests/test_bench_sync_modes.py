@@ -1,0 +1,181 @@
+"""Issue 13's measurements: the wake-up floor, aclasync - raw - floor, quiet-wait CPU,
+and the bare-thread floor of ``bench overhead``.
+
+Timing values are not judged here (benchmarks judge speed); these tests check that
+every figure is there, is a number, is consistent with the figures it is computed
+from, and that the floor's thread behaves.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from aclasync._cli._bench import format_table, run
+from aclasync._cli._bench._floor import BareThread
+
+pytestmark = pytest.mark.timeout(180)  # the module fixture runs two benchmarks on 3 loops
+
+LOOPS = ["asyncio", "uvloop", "trio"]
+MODES = {"default", "FAST_SYNC", "FAST_LAUNCH|FAST_SYNC"}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    return run(
+        ["sync-modes", "overhead"],
+        quick=True,
+        loops=LOOPS,
+        progress=lambda line: None,
+        scale=0.05,
+    )
+
+
+def test_sync_modes_reports_the_floor_and_what_aclasync_adds(results: dict[str, Any]) -> None:
+    bench = results["benchmarks"]["sync-modes"]
+    keys = [column["key"] for column in bench["columns"]]
+    assert {"floor_us", "over_us"} <= set(keys)
+    rows = bench["rows"]
+    raw = {(row["mode"], row["kernel_us"]): row["p50_us"] for row in rows if row["level"] == "raw"}
+    assert len(raw) == 12
+    for row in rows:
+        if row["level"] == "raw":
+            assert row["floor_us"] is None
+            assert row["over_us"] is None
+            continue
+        assert _number(row["floor_us"])
+        assert row["floor_us"] > 0
+        expected = row["p50_us"] - raw[(row["mode"], row["kernel_us"])] - row["floor_us"]
+        assert row["over_us"] == pytest.approx(expected)
+    for loop in LOOPS:
+        floors = {row["floor_us"] for row in rows if row["level"] == loop}
+        assert len(floors) == 1  # one floor per loop
+
+    over = [c for c in bench["checks"] if c["what"].startswith("aclasync - raw - floor")]
+    assert len(over) == len(LOOPS) * len(MODES)
+    for loop in LOOPS:
+        for mode in MODES:
+            (found,) = [c for c in over if f", {mode} [{loop}]" in c["what"]]
+            worst = max(
+                row["over_us"] for row in rows if row["level"] == loop and row["mode"] == mode
+            )
+            assert found["value"] == worst
+            assert found["ok"] is (worst <= 20)
+    # The checks the benchmark had before are still there.
+    assert any(c["what"].startswith("FAST_SYNC p50 / default p50") for c in bench["checks"])
+    charts = {chart["value"]: chart for chart in bench["charts"]}
+    assert charts["over_us"]["target"] == 20
+    assert "lat_vs_default" in charts
+
+
+def test_sync_modes_reports_quiet_wait_cpu(results: dict[str, Any]) -> None:
+    bench = results["benchmarks"]["sync-modes"]
+    (table,) = bench["tables"]
+    seconds = bench["params"]["quiet_wait_s"]
+    assert seconds == pytest.approx(0.2)  # --scale 0.05 of 0.5 s, floored at 0.2 s
+    rows = {(row["loop"], row["devices"], row["variant"]): row for row in table["rows"]}
+    assert set(rows) == {
+        (loop, devices, variant)
+        for loop in LOOPS
+        for devices in (1, 8)
+        for variant in ("raw thread", "aclasync")
+    }
+    for (loop, devices, variant), row in rows.items():
+        assert row["n"] >= 3
+        assert row["wall_s"] >= seconds  # a wait cannot end before its kernel
+        assert _number(row["cpu_ms"])
+        assert row["cpu_ms"] >= 0
+        assert row["core_pct"] == pytest.approx(row["cpu_ms"] / 1e3 / row["wall_s"] * 100)
+        if variant == "raw thread":
+            assert row["beyond_raw_pct"] is None
+        else:
+            raw_cpu = rows[(loop, devices, "raw thread")]["cpu_ms"] / 1e3
+            expected = (row["cpu_ms"] / 1e3 - raw_cpu) / row["wall_s"] * 100
+            assert row["beyond_raw_pct"] == pytest.approx(expected)
+    quiet = [c for c in bench["checks"] if c["what"].startswith("quiet wait CPU")]
+    targets = {(re.search(r", (\d) device", c["what"]).group(1), c["target"]) for c in quiet}
+    assert targets == {("1", "<= 0.5"), ("8", "<= 2")}
+    assert len(quiet) == 2 * len(LOOPS)
+    assert all(_number(c["value"]) and isinstance(c["ok"], bool) for c in quiet)
+
+    text = format_table(results)
+    assert "Quiet waits" in text
+    assert "beyond raw %" in text
+    assert "floor us" in text
+
+
+def test_overhead_reports_the_bare_thread_floor(results: dict[str, Any]) -> None:
+    bench = results["benchmarks"]["overhead"]
+    assert "vs_bare_us" in {column["key"] for column in bench["columns"]}
+    for loop in LOOPS:
+        rows = {row["variant"]: row for row in bench["rows"] if row["loop"] == loop}
+        bare = rows["bare thread"]["median_us"]
+        assert _number(bare)
+        assert bare > 0
+        for row in rows.values():
+            assert row["vs_bare_us"] == pytest.approx(row["median_us"] - bare)
+        (found,) = [
+            c
+            for c in bench["checks"]
+            if c["what"].startswith("aclasync - bare thread") and c["what"].endswith(f"[{loop}]")
+        ]
+        assert found["value"] == pytest.approx(rows["aclasync"]["median_us"] - bare)
+        assert found["ok"] is (found["value"] <= 5)
+        assert any(c["what"] == f"aclasync / naive median [{loop}]" for c in bench["checks"])
+
+
+def test_the_over_chart_draws_its_target(results: dict[str, Any]) -> None:
+    import matplotlib.pyplot as plt
+
+    from aclasync._cli._bench._plot import build_figure
+
+    only = {**results, "benchmarks": {"sync-modes": results["benchmarks"]["sync-modes"]}}
+    figure = build_figure(only)
+    try:
+        axis = figure.axes[1]
+        assert "beyond the raw wait and the floor" in axis.get_title(loc="left")
+        targets = [line for line in axis.lines if line.get_linestyle() == "--"]
+        assert [line.get_xdata()[0] for line in targets] == [20]
+        bars = len(axis.patches)
+        assert bars == len(LOOPS) * len(MODES) * 4  # loops x modes x kernel lengths; no raw
+    finally:
+        plt.close(figure)
+
+
+@pytest.mark.anyio
+async def test_bare_thread_answers_after_its_delay_and_stops() -> None:
+    threads = threading.active_count()
+    with anyio.fail_after(10), BareThread(delay=0.002) as bare:
+        assert threading.active_count() == threads + 1
+        for _ in range(20):
+            before = time.perf_counter()
+            stamp = await bare.round_trip()
+            assert before + 0.002 <= stamp <= time.perf_counter()
+    assert threading.active_count() == threads
+
+
+@pytest.mark.anyio
+async def test_bare_thread_keeps_answering_after_a_cancelled_round_trip() -> None:
+    with anyio.fail_after(10), BareThread() as bare:
+        for _ in range(50):
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                await bare.round_trip()
+            before = time.perf_counter()
+            stamp = await bare.round_trip()  # its own answer, not the abandoned one's
+            assert before <= stamp <= time.perf_counter()
+
+
+def test_bare_thread_rejects_a_negative_delay() -> None:
+    with pytest.raises(ValueError, match="delay"):
+        BareThread(delay=-1)
