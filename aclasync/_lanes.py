@@ -14,7 +14,12 @@ _PURGE_FLOOR = 16
 
 
 class Watch:
-    """An event the worker watches for some waiters (a fence when ``fence`` is set)."""
+    """An event the worker watches for some waiters (a fence when ``fence`` is set).
+
+    A fence's ``event`` is 0 while the fence is the stream's tail: reaching it then
+    means the stream is idle, which a stream sync or ``stream_query`` tells without
+    an event task on the stream.
+    """
 
     __slots__ = ("_limit", "event", "fence", "launches", "seq", "waiters")
 
@@ -59,9 +64,12 @@ class Lane:
         "fast_sync",
         "forced",
         "handle",
+        "held",
+        "idle_at",
         "launches",
         "lent",
         "lent_stream",
+        "open_fence",
         "overflow_buffer",
         "records",
         "unlendable",
@@ -83,12 +91,22 @@ class Lane:
         self.forced = False
         #: ``launches`` when the stream's failures were last collected by a sync.
         self.collected = 0
+        #: ``(launches, calls)`` when the worker last saw the stream idle with its
+        #: failures collected (``calls``: the worker's count of arbitrary calls, any of
+        #: which may have queued work on the stream behind the worker's back). While it
+        #: still matches, a sync needs no runtime call (worker thread only).
+        self.idle_at: tuple[int, int] | None = None
         #: The head watch is lent to the waiting thread (waited on by a stream sync
         #: when ``lent_stream``: that sync returns the stream's failures).
         self.lent = False
         self.lent_stream = False
         #: The waiting thread's wait failed for this stream: the worker watches it.
         self.unlendable = False
+        #: The worker waits for the stream's loan to come back: lend it no more.
+        self.held = False
+        #: A fence without an event: it marks the stream's tail, until the worker
+        #: records its event before queuing more work (worker thread only).
+        self.open_fence: Watch | None = None
 
     def next_seq(self) -> int:
         """Number the next point recorded on the stream (events and fences)."""

@@ -23,9 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ._lanes import Lane, Watch
+from ._loop import Delivery, Waiter
 from ._pyacl.codes import ErrorCode
 
-__all__ = ["SLICE_MS", "Loan", "WaitingThread"]
+__all__ = ["SLICE_MS", "Loan", "Ready", "WaitingThread", "is_timeout"]
 
 #: Longest single runtime wait, so that a stop or a retarget is seen within this time.
 #: One wake-up per slice costs well under 0.1 % of a core.
@@ -37,6 +38,10 @@ _TIMEOUTS = frozenset(
         int(ErrorCode.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT),
     }
 )
+
+
+#: Resolved waiters by the event loop they go to.
+Ready = dict[Delivery, list[Waiter]]
 
 
 class Loan:
@@ -71,6 +76,10 @@ class WaitingThread:
         Returns the next ``Loan`` or None when nothing is waited for.
     done:
         Called with the loan and the wait's status code once the runtime wait returned.
+    take_ready, post:
+        Take the waiters resolved so far (with the lock held) and hand them to their
+        event loops (without it). The thread posts right before it blocks again, so
+        that the event loop it wakes finds the GIL free.
     on_failure:
         Called (without the lock) if the thread dies; ``failure`` then holds why.
     """
@@ -83,6 +92,8 @@ class WaitingThread:
         lock: threading.Lock,
         pick: Callable[[], Loan | None],
         done: Callable[[Loan, int], None],
+        take_ready: Callable[[], Ready],
+        post: Callable[[Ready], None],
         on_failure: Callable[[], None],
     ) -> None:
         self._rt = rt
@@ -90,6 +101,8 @@ class WaitingThread:
         self._lock = lock
         self._pick = pick
         self._done = done
+        self._take_ready = take_ready
+        self._post = post
         self._on_failure = on_failure
         self._wake = _thread.allocate_lock()
         self._wake.acquire()
@@ -125,22 +138,27 @@ class WaitingThread:
             ret = rt.set_context(self._context)
             if ret:
                 raise RuntimeError(f"acl.rt.set_context failed on the waiting thread: {ret}")
+            loan: Loan | None = None
+            ret = 0
             while True:
                 with self._lock:
-                    if self._stopping:
-                        return
-                    loan = self._pick()
+                    if loan is not None:
+                        self._done(loan, ret)
+                    stopping = self._stopping
+                    loan = None if stopping else self._pick()
                     if loan is None:
                         self.idle = True
+                    ready = self._take_ready()
+                if ready:
+                    self._post(ready)
+                if stopping:
+                    return
                 if loan is None:
                     self._wake.acquire()
-                    continue
-                if loan.by_stream:
+                elif loan.by_stream:
                     ret = rt.synchronize_stream_with_timeout(loan.lane.handle, SLICE_MS)
                 else:
                     ret = rt.synchronize_event_with_timeout(loan.watch.event, SLICE_MS)
-                with self._lock:
-                    self._done(loan, ret)
         except BaseException as exc:  # the worker turns this into the device's death
             self.failure = exc
             self._on_failure()

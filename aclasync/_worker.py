@@ -86,6 +86,7 @@ class DeviceWorker:
         self._wake = _thread.allocate_lock()
         self._wake.acquire()
         self._idle = False
+        self._look = False
         self._last_jobs = 0.0
         self._cpu: int | None = None
         self._device_set = False
@@ -97,6 +98,8 @@ class DeviceWorker:
         self.lock = threading.Lock()
         self._loan_returned = threading.Condition(self.lock)
         self._context: int | None = None
+        #: Arbitrary calls run so far: any of them may queue work on any stream.
+        self._calls = 0
         self._waiting_thread: WaitingThread | None = None
         #: Runtime handles the device owns: the worker's alone.
         self.handles = Handles(self._rt, device_id, self.default_lane)
@@ -235,6 +238,8 @@ class DeviceWorker:
     def _launch(
         self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None
     ) -> None:
+        if lane.open_fence is not None:
+            self._close_fence(lane)
         lane.launches += 1
         try:
             result = fn(*args, lane.handle)
@@ -251,6 +256,7 @@ class DeviceWorker:
             self._fail(lane, self._error(ret, api or self.api_name(fn), lane))
 
     def _call(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
+        self._calls += 1
         result: outcome.Outcome[Any] = outcome.capture(fn)
         if isinstance(result, outcome.Value) and _is_coroutine(result.value):
             result.value.close()
@@ -268,6 +274,9 @@ class DeviceWorker:
         if watches and watches[-1].fence and watches[-1].launches == lane.launches:
             self._park(lane, watches[-1], waiter)  # nothing queued since: share the fence
             return
+        if lane.idle_at == (lane.launches, self._calls):
+            self._resolve(waiter, _done())  # idle since the last look: nothing to ask
+            return
         rt = self._rt
         status, ret = rt.stream_query(lane.handle)
         if ret:
@@ -275,21 +284,49 @@ class DeviceWorker:
         elif status == _STREAM_COMPLETE:
             if lane.collected != lane.launches:  # else nothing ran since the last look
                 self._collect(lane)
+            lane.idle_at = (lane.launches, self._calls)
             self._resolve(waiter, _done())
         elif waiter.expired:
             self._resolve(waiter, EXPIRED)
         else:
-            event, ret = self.handles.fence_event()
-            if not ret:
-                ret = rt.record_event(event, lane.handle)
-                if ret:
-                    self.handles.fence_pool.append(event)
-            if ret:
-                self._resolve(waiter, outcome.Error(self._error(ret, "acl.rt.record_event", lane)))
-                return
-            fence = Watch(event, lane.next_seq(), fence=True, launches=lane.launches)
+            fence = Watch(0, lane.next_seq(), fence=True, launches=lane.launches)
+            if self._context is None:  # no waiting thread: the worker watches an event
+                error = self._mark_fence(lane, fence)
+                if error is not None:
+                    self._resolve(waiter, outcome.Error(error))
+                    return
+            else:
+                lane.open_fence = fence
             watches.append(fence)
             self._park(lane, fence, waiter)
+
+    def _mark_fence(self, lane: Lane, fence: Watch) -> AclError | None:
+        """Record the fence's event at the stream's current tail; the error if that fails."""
+        event, ret = self.handles.fence_event()
+        if not ret:
+            ret = self._rt.record_event(event, lane.handle)
+            if ret:
+                self.handles.fence_pool.append(event)
+        if ret:
+            return self._error(ret, "acl.rt.record_event", lane)
+        fence.event = event
+        return None
+
+    def _close_fence(self, lane: Lane) -> None:
+        """Give the stream's open fence its event before anything is queued behind it.
+
+        If the record fails, the fence stays eventless and is reached when the stream
+        next goes idle (later, never early); the failure is the stream's to report.
+        """
+        fence, lane.open_fence = lane.open_fence, None
+        assert fence is not None
+        with self.lock:
+            index = lane.find(fence.seq)
+            watches = lane.watches
+            if index < len(watches) and watches[index] is fence:
+                error = self._mark_fence(lane, fence)
+                if error is not None:
+                    self._fail(lane, error)
 
     def _watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
         waiter.seen = True
@@ -350,6 +387,8 @@ class DeviceWorker:
                 self.lock,
                 self._pick_loan,
                 self._loan_done,
+                self._take_ready,
+                _post,
                 self._wake_worker,
             )
         self._waiting_thread.poke()
@@ -357,15 +396,15 @@ class DeviceWorker:
     def _pick_loan(self) -> Loan | None:
         """Lend the oldest stream's head watch (None when nothing can be lent).
 
-        A FAST_SYNC stream whose head is a fence with nothing queued after it is waited
-        on with ``synchronize_stream``, so that the runtime waits in FAST_SYNC mode;
-        everything else by its event.
+        An open fence (the stream's tail) is waited on with ``synchronize_stream``, so
+        that the runtime waits in the stream's own mode, as a program blocking in that
+        call would; everything else by its event.
         """
         for lane in self._waiting.values():
-            if lane.unlendable or not lane.watches:
+            if lane.unlendable or lane.held or not lane.watches:
                 continue
             head = lane.watches[0]
-            by_stream = lane.fast_sync and head.fence and head.launches == lane.launches
+            by_stream = head.fence and not head.event
             lane.lent = True
             lane.lent_stream = by_stream
             return Loan(lane, head, by_stream=by_stream)
@@ -380,22 +419,29 @@ class DeviceWorker:
             self._loan_returned.notify_all()
         if lane.closed or is_timeout(ret):
             return
-        head = lane.watches[0] if lane.watches else None
+        watches = lane.watches
+        head = watches[0] if watches else None
         if loan.by_stream:
             self._take_sync_status(lane, ret)
             lane.collected = loan.watch.launches
+            if head is loan.watch and not head.event:
+                # The stream sync came back: work up to this open fence is done, and
+                # the sync returned the stream's failures. No need to ask again.
+                del watches[0]
+                self._resolve_all(head, _done)
         self._sweep_lane(lane)
-        if not lane.watches:
+        if not watches:
             self._waiting.pop(lane.handle, None)
-        elif ret and lane.watches[0] is head:
+        elif ret and watches[0] is head:
             # The wait failed yet the point is not reached (a stopped stream, a bad
             # event): polling by the worker takes over rather than a wait that returns
             # at once, again and again.
             lane.unlendable = True
             self._wake_worker()
-        self._flush()
 
     def _wake_worker(self) -> None:
+        """Make the worker go round once more (from the waiting thread)."""
+        self._look = True
         if self._idle:
             self._idle = False
             try:  # noqa: SIM105 - as in _submit
@@ -404,9 +450,15 @@ class DeviceWorker:
                 pass
 
     def _await_loan(self, lane: Lane) -> None:
-        """Wait (lock released meanwhile) until a stream sync lent on *lane* returned."""
-        while lane.lent_stream:
-            self._loan_returned.wait()
+        """Wait (lock released meanwhile) until a stream sync lent on *lane* returned.
+
+        The stream is not lent again meanwhile: a sync that times out would otherwise
+        be lent straight back (a stream closed with force while a kernel still runs).
+        """
+        if lane.lent_stream:
+            lane.held = True
+            self._loan_returned.wait_for(lambda: not lane.lent_stream)
+            lane.held = False
 
     def _stop_waiting_thread(self) -> None:
         waiting_thread, self._waiting_thread = self._waiting_thread, None
@@ -418,11 +470,16 @@ class DeviceWorker:
         watches = lane.watches
         while watches:
             head = watches[0]
-            status, ret = query(head.event)
-            if not ret and status != _EVENT_COMPLETE:
+            if head.event:
+                status, ret = query(head.event)
+                reached = status == _EVENT_COMPLETE
+            else:  # an open fence: reached once the stream is idle
+                status, ret = self._rt.stream_query(lane.handle)
+                reached = status == _STREAM_COMPLETE
+            if not ret and not reached:
                 return
             del watches[0]
-            if head.fence:
+            if head.fence and head.event:
                 self.handles.fence_pool.append(head.event)
             if ret:
                 failed = functools.partial(
@@ -454,20 +511,29 @@ class DeviceWorker:
         """
         options = self.options
         timeout: float | None = None
-        with self.lock:
-            watched = [lane for lane in self._waiting.values() if not lane.lent]
-            head = watched[0].watches[0].event if watched else 0
+        watched: list[Lane] = []
+        head = None
+        if self._waiting:  # (a stale answer only costs a round)
+            with self.lock:
+                watched = [lane for lane in self._waiting.values() if not lane.lent]
+                head = watched[0].watches[0] if watched else None
         if watched:
             if any(lane.fast_sync for lane in watched):
                 timeout = options.fast_sync_poll_us / 1e6
             elif time.monotonic() - self._last_jobs < options.busy_window_ms / 1e3:
                 timeout = options.busy_poll_us / 1e6
             else:
-                self._rt.synchronize_event_with_timeout(head, options.wait_slice_ms)
-                return
+                lane = watched[0]
+                if head is not None and lane.open_fence is head:
+                    self._close_fence(lane)  # the slice below needs its event
+                if head is not None and head.event:
+                    self._rt.synchronize_event_with_timeout(head.event, options.wait_slice_ms)
+                    return
+                timeout = options.busy_poll_us / 1e6
         self._idle = True
-        if self._inbox:
+        if self._inbox or self._look:  # re-checked after _idle is set: no lost wake-up
             self._idle = False
+            self._look = False
             return
         if timeout is None:
             self._wake.acquire()
@@ -526,6 +592,8 @@ class DeviceWorker:
         A failed record raises its ``AclError`` and hands out no event: nothing ever
         watches an event whose record failed.
         """
+        if lane.open_fence is not None:
+            self._close_fence(lane)
         event = self.handles.record(lane, timing)
         lane.launches += 1
         return event, lane.next_seq()
@@ -617,8 +685,9 @@ class DeviceWorker:
         self.handles.check(ret, api, lane)
 
     def _fail_watches(self, lane: Lane, message: str) -> None:
+        lane.open_fence = None
         for watch in lane.watches:
-            if watch.fence:
+            if watch.fence and watch.event:
                 self.handles.fence_pool.append(watch.event)
             self._resolve_all(watch, _closed(message))
         lane.watches.clear()
@@ -638,14 +707,12 @@ class DeviceWorker:
 
     def _flush(self) -> None:
         if self._ready:
-            ready, self._ready = self._ready, {}
-            for delivery, waiters in ready.items():
-                try:
-                    delivery.post(waiters)
-                except RuntimeError:
-                    # That event loop is closed: nobody is left to resume. Other loops'
-                    # waiters must still be served.
-                    continue
+            _post(self._take_ready())
+
+    def _take_ready(self) -> dict[Delivery, list[Waiter]]:
+        """The waiters resolved so far, by delivery (call with the lock held)."""
+        ready, self._ready = self._ready, {}
+        return ready
 
     def _die(self, exc: BaseException) -> None:
         """Fail every pending waiter with a fresh ``DeviceBrokenError``; release what
@@ -679,6 +746,17 @@ class DeviceWorker:
                 return f"acl.{namespace}.{name}"
         module = getattr(fn, "__module__", None)
         return f"{module}.{name}" if module else name
+
+
+def _post(ready: dict[Delivery, list[Waiter]]) -> None:
+    """Hand resolved waiters to their event loops; callable without the lock."""
+    for delivery, waiters in ready.items():
+        try:
+            delivery.post(waiters)
+        except RuntimeError:
+            # That event loop is closed: nobody is left to resume. Other loops' waiters
+            # must still be served.
+            continue
 
 
 def _is_coroutine(value: object) -> bool:

@@ -58,8 +58,10 @@ def test_sync_modes_reports_the_floor_and_what_aclasync_adds(results: dict[str, 
         expected = row["p50_us"] - raw[(row["mode"], row["kernel_us"])] - row["floor_us"]
         assert row["over_us"] == pytest.approx(expected)
     for loop in LOOPS:
-        floors = {row["floor_us"] for row in rows if row["level"] == loop}
-        assert len(floors) == 1  # one floor per loop
+        for length in {row["kernel_us"] for row in rows}:
+            cell = (loop, length)
+            floors = {row["floor_us"] for row in rows if (row["level"], row["kernel_us"]) == cell}
+            assert len(floors) == 1  # one floor per loop and kernel length
 
     over = [c for c in bench["checks"] if c["what"].startswith("aclasync - raw - floor")]
     assert len(over) == len(LOOPS) * len(MODES)

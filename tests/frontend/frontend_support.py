@@ -110,9 +110,12 @@ class BreakableAcl(ProxyAcl):
     def __init__(self, inner: Any) -> None:
         super().__init__(inner)
         self.armed = threading.Event()
+        #: Set once an armed call has raised.
+        self.broke = threading.Event()
 
     def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
         if name in self._BREAKING and self.armed.is_set():
+            self.broke.set()
             raise RuntimeError("injected backend failure")
 
 

@@ -123,7 +123,8 @@ async def test_a_death_nobody_saw_is_raised_by_the_close(rt: Any) -> None:
             with anyio.CancelScope() as scope:
                 scope.deadline = anyio.current_time() + 0.05
                 await s.synchronize()  # abandoned: the death is not reported here
-            acl.armed.set()  # the worker dies at its next look at the fence
+            acl.armed.set()  # the device dies at its next look at the fence
+            assert await anyio.to_thread.run_sync(acl.broke.wait, 5.0)
             gate.open()  # (its death releases the device: reset_device waits for work)
             await anyio.to_thread.run_sync(dev.worker_thread.join, 5)
             assert not dev.worker_thread.is_alive()

@@ -10,8 +10,9 @@ pyACL gives only the difference between two events, never a host-clock time.)
 
 Latency = waiter resumed - kernel completed. The floor of that latency on each loop is
 the one-way wake of a coroutine by a plain thread through the library's own wake path
-(``_floor.BareThread`` with a 100 us sleep, so that the loop is parked), measured in
-the same rounds; ``over us`` is what aclasync adds beyond the raw level and that floor.
+(``_floor.BareThread``, sleeping as long as the kernel runs, at least 100 us, so that
+the loop has been parked as long), measured per kernel length in the same rounds;
+``over us`` is what aclasync adds beyond the raw level and that floor.
 
 CPU per sync: ``time.thread_time()`` of the waiting thread around ``synchronize_stream``
 (raw level only), and ``time.process_time()`` over the whole launch-and-wait, divided by
@@ -22,6 +23,7 @@ aclasync, the worker and the event loop). The CPU of a long quiet wait is measur
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -50,7 +52,9 @@ LENGTHS_US = (0, 100, 1_000, 10_000)
 _FULL = {0: 600, 100: 600, 1_000: 300, 10_000: 100}
 _QUICK = {0: 100, 100: 100, 1_000: 50, 10_000: 16}
 _POLLED_US = 1_000
-#: The floor thread's sleep before it posts: long enough for the loop to park.
+#: The floor thread's shortest sleep before it posts: long enough for the loop to park.
+#: For a kernel length above it, the thread sleeps that long, so that the loop has been
+#: parked as long as it is while the kernel runs (a CPU idle for longer wakes slower).
 _FLOOR_DELAY_S = 100e-6
 #: aclasync - raw - floor, p50s, worst kernel length, per loop and mode (issue 13).
 OVER_TARGET_US = 20.0
@@ -67,12 +71,12 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     per_floor = cfg.size(50, 25, minimum=5)  # floor samples after each round of modes
     cfg.progress(f"sync-modes [raw]: {sum(counts.values())} syncs per mode, one thread")
     levels = {"raw": run_on_loop(cfg.loops[0], _raw_level_in_thread, counts, rounds)}
-    floors: dict[str, float] = {}
+    floors: dict[str, dict[int, float]] = {}
     quiet: list[dict[str, Any]] = []
     for loop in cfg.loops:
         cfg.progress(f"sync-modes [{loop}]: {sum(counts.values())} syncs per mode via aclasync")
         levels[loop], floor = run_on_loop(loop, _aclasync_level, counts, rounds, per_floor)
-        floors[loop] = percentile(floor, 50)
+        floors[loop] = {length: percentile(values, 50) for length, values in floor.items()}
         quiet.extend(_quiet_wait.measure(cfg, loop))
     rows = _rows(levels, floors)
     return {
@@ -130,7 +134,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "process_time per launch+sync, all threads (simulator included).",
             "gap kept: (default p50 - this mode's p50) through aclasync on that loop, "
             "divided by the same gap at the raw level.",
-            "floor: p50 of a plain thread's post (after a 100 us sleep) to the coroutine "
+            "floor: p50 of a plain thread's post (after sleeping the kernel's length, at "
+            "least 100 us) to the coroutine "
             "running again, through aclasync's own wake path, interleaved with that loop's "
             "rounds; over = p50(aclasync) - p50(raw, same mode and length) - floor.",
             *_quiet_wait.NOTES,
@@ -236,19 +241,24 @@ def _raw_level(counts: dict[int, int], rounds: int) -> dict[tuple[str, int], _Ce
 
 async def _aclasync_level(
     counts: dict[int, int], rounds: int, per_floor: int
-) -> tuple[dict[tuple[str, int], _Cell], list[float]]:
+) -> tuple[dict[tuple[str, int], _Cell], dict[int, list[float]]]:
     """Every mode and length through aclasync, and the loop's floor after each round.
 
-    Returns the cells and the floor samples (seconds).
+    Returns the cells and the floor samples (seconds) per kernel length.
     """
     acl = sim.create(device_count=1)
     launch = acl.sim.launch_kernel
     cells: dict[tuple[str, int], _Cell] = {}
-    floor: list[float] = []
-    with BareThread(delay=_FLOOR_DELAY_S) as bare:
-        await bare.round_trip()  # warm-up, not recorded
+    floor: dict[int, list[float]] = {length: [] for length in LENGTHS_US}
+    with contextlib.ExitStack() as stack:
+        bares = {
+            length: stack.enter_context(BareThread(delay=max(_FLOOR_DELAY_S, length / 1e6)))
+            for length in LENGTHS_US
+        }
+        for bare in bares.values():
+            await bare.round_trip()  # warm-up, not recorded
         async with aclasync.open_device(0, backend=acl) as dev:
-            await _aclasync_rounds(dev, launch, counts, rounds, cells, bare, per_floor, floor)
+            await _aclasync_rounds(dev, launch, counts, rounds, cells, bares, per_floor, floor)
     return cells, floor
 
 
@@ -258,9 +268,9 @@ async def _aclasync_rounds(
     counts: dict[int, int],
     rounds: int,
     cells: dict[tuple[str, int], _Cell],
-    bare: BareThread,
+    bares: dict[int, BareThread],
     per_floor: int,
-    floor: list[float],
+    floor: dict[int, list[float]],
 ) -> None:
     """Interleave the modes in *rounds* per length, then *per_floor* floor samples."""
     streams = {mode: await dev.create_stream(flags=flags) for mode, flags in MODES.items()}
@@ -282,20 +292,20 @@ async def _aclasync_rounds(
                 cell = cells.setdefault((mode, length), _new_cell())
                 _merge(cell, latencies, ran, 0.0, time.process_time() - cpu_start)
             for _ in range(per_floor):
-                posted = await bare.round_trip()
-                floor.append(time.perf_counter() - posted)
+                posted = await bares[length].round_trip()
+                floor[length].append(time.perf_counter() - posted)
     for stream in streams.values():
         await stream.aclose()
 
 
 def _rows(
-    levels: dict[str, dict[tuple[str, int], _Cell]], floors: dict[str, float]
+    levels: dict[str, dict[tuple[str, int], _Cell]], floors: dict[str, dict[int, float]]
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     raw = levels["raw"]
     for level, cells in levels.items():
-        floor = floors.get(level)
         for length in LENGTHS_US:
+            floor = floors[level][length] if level in floors else None
             base = cells[("default", length)]
             base_p50 = percentile(base["latency"], 50)
             base_cpu = base["process_cpu"] / len(base["latency"])
