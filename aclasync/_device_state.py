@@ -61,6 +61,8 @@ class DeviceState:
         self.closed = False
         #: Streams whose failures the device reports: the default one and every open one.
         self._lanes: dict[Lane, None] = {self.worker.default_lane: None}
+        #: Calls submitted to the worker so far (any of them may queue stream work).
+        self.calls = 0
         self._close_done: anyio.Event | None = None
 
     @property
@@ -88,6 +90,7 @@ class DeviceState:
         """
         self.check_open()
         waiter = current_delivery().new_waiter()
+        self.calls += 1
         self.worker.call(fn, waiter)
         result: _T = await waiter.wait()
         return result
@@ -119,11 +122,13 @@ class DeviceState:
     ) -> None:
         """Queue ``fn(*args, stream)`` on the worker; never blocks."""
         self.check_open()
+        lane.submitted += 1
         self.worker.launch(lane, fn, args, api)
 
     def post(self, fn: Callable[[], Any]) -> None:
         """Run ``fn()`` on the worker without waiting for it (nothing to report)."""
         if not self.gone():
+            self.calls += 1
             try:  # noqa: SIM105 - a worker that just died released everything itself
                 self.worker.call(fn, None)
             except anyio.BrokenResourceError:
@@ -135,12 +140,23 @@ class DeviceState:
         """Wait for the work queued on *lane* so far, then report its oldest failure."""
         self.check_open()
         waiter = current_delivery().new_waiter()
+        mark = (lane.submitted, self.calls)
         self.worker.fence(lane, waiter)
         if timeout is None:
             await waiter.wait()
         else:
             await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=False))
         self.report(lane)
+        lane.settled_at = mark
+
+    def settled(self, lane: Lane) -> bool:
+        """Whether *lane* is known idle with nothing to report, without asking the worker.
+
+        True when a sync of it succeeded and nothing was submitted since: no launch on
+        it and no call on the device (a call may queue work on any stream). Then a
+        further sync would return at once without raising.
+        """
+        return lane.settled_at == (lane.submitted, self.calls) and not lane.errors
 
     async def watch(
         self, lane: Lane, event: int, seq: int, timeout: float | None, api: str

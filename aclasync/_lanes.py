@@ -72,6 +72,8 @@ class Lane:
         "open_fence",
         "overflow_buffer",
         "records",
+        "settled_at",
+        "submitted",
         "unlendable",
         "watches",
     )
@@ -104,6 +106,10 @@ class Lane:
         self.unlendable = False
         #: The worker waits for the stream's loan to come back: lend it no more.
         self.held = False
+        #: Event-loop side only: launches submitted, and ``(submitted, device calls)``
+        #: when a sync of the stream last succeeded (see ``DeviceState.settled``).
+        self.submitted = 0
+        self.settled_at: tuple[int, int] | None = None
         #: A fence without an event: it marks the stream's tail, until the worker
         #: records its event before queuing more work (worker thread only).
         self.open_fence: Watch | None = None

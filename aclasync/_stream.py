@@ -286,6 +286,10 @@ class Stream(AsyncResource):
 
     # -- helpers ---------------------------------------------------------------------
 
+    def _settled(self) -> bool:
+        """Known idle with nothing to report (see ``DeviceState.settled``)."""
+        return not self.closed and self._state.settled(self._lane)
+
     def _check_open(self) -> None:
         if self._closed:
             raise anyio.ClosedResourceError(f"{self!r} is closed")

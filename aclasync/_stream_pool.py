@@ -76,9 +76,11 @@ class StreamPool(AsyncResource):
 
     A freed stream goes straight to the oldest queued borrower, so a newcomer can never
     overtake one that waits. When several devices have a free stream, the least busy
-    device lends. On return the pool awaits ``synchronize()`` on the stream: a stream
-    whose work failed is closed and replaced by a fresh one, and the failure is raised
-    from the borrower's ``async with`` exit (unless the body already raised).
+    device lends. On return the pool awaits ``synchronize()`` on the stream (unless the
+    borrower's own last sync succeeded and nothing was queued since: then the stream is
+    known idle and goes back at once): a stream whose work failed is closed and
+    replaced by a fresh one, and the failure is raised from the borrower's
+    ``async with`` exit (unless the body already raised).
     """
 
     def __init__(
@@ -227,6 +229,9 @@ class StreamPool(AsyncResource):
     async def _recycle(self, stream: Stream) -> BaseException | None:
         """Make a returned stream fit to lend again and put it back; shielded."""
         if self._forced:
+            self._put_back(stream)
+            return None
+        if stream._settled():  # synced by its borrower, nothing queued since
             self._put_back(stream)
             return None
         failure: BaseException | None = None

@@ -215,3 +215,32 @@ def test_device_pool_arguments_are_checked(
 ) -> None:
     with pytest.raises(error, match=match):
         aclasync.DevicePool(*args, **kwargs)
+
+
+async def test_a_stream_its_borrower_synced_goes_back_without_another_sync(rt: Any) -> None:
+    """Return skips the sync only while nothing was queued after the borrower's sync."""
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+            async with pool.stream() as s:
+                assert not s._settled()  # never synced
+                s.launch(rt.sim.launch_kernel, Kernel(duration_us=100))
+                assert not s._settled()
+                await s.synchronize()
+                assert s._settled()
+                s.launch(rt.sim.launch_kernel, Kernel(error=AICORE_EXCEPTION))
+                assert not s._settled()  # queued after the sync: return must sync
+                with pytest.raises(aclasync.AclError):
+                    await s.synchronize()
+                assert not s._settled()  # a failing sync settles nothing
+                await s.synchronize()
+                assert s._settled()
+                await dev.call(lambda: None)  # a call may queue work on any stream
+                assert not s._settled()
+            gate = threading.Event()
+            with pytest.raises(aclasync.AclError) as caught:  # noqa: PT012 - raised at return
+                async with pool.stream() as s:
+                    await s.synchronize()
+                    s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait, error=AICORE_EXCEPTION))
+                    gate.set()
+            assert caught.value.code == AICORE_EXCEPTION  # the return synced and saw it
+            assert pool.statistics().replaced == 1
