@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="run the benchmark suite")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default all)")
-    bench.add_argument("--quick", action="store_true", help="small sizes, well under a minute")
+    bench.add_argument("--quick", action="store_true", help="small sizes, about 80 s for all")
     bench.add_argument("--loop", choices=(*LOOP_CHOICES, "all"), default="all", help="default: all")
     bench.add_argument(
         "--json",
