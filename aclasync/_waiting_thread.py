@@ -24,20 +24,13 @@ from typing import Any
 
 from ._lanes import Lane, Watch
 from ._loop import Delivery, Waiter
-from ._pyacl.codes import ErrorCode
+from ._pyacl.codes import TIMEOUT_CODES
 
 __all__ = ["SLICE_MS", "Loan", "Ready", "WaitingThread", "is_timeout"]
 
 #: Longest single runtime wait, so that a stop or a retarget is seen within this time.
 #: One wake-up per slice costs well under 0.1 % of a core.
 SLICE_MS = 100
-
-_TIMEOUTS = frozenset(
-    {
-        int(ErrorCode.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT),
-        int(ErrorCode.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT),
-    }
-)
 
 
 #: Resolved waiters by the event loop they go to.
@@ -58,7 +51,7 @@ class Loan:
 
 def is_timeout(ret: int) -> bool:
     """Whether a timed runtime wait ran out of time (rather than finished or failed)."""
-    return ret in _TIMEOUTS
+    return ret in TIMEOUT_CODES
 
 
 class WaitingThread:

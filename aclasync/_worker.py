@@ -168,11 +168,15 @@ class DeviceWorker:
             self._inbox.clear()
             raise self.broken_error()
         if self._idle:
-            self._idle = False
-            try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
-                self._wake.release()
-            except RuntimeError:  # already released by another submitter
-                pass
+            self._rouse()
+
+    def _rouse(self) -> None:
+        """Wake the idle worker (from any thread that saw ``_idle`` set)."""
+        self._idle = False
+        try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
+            self._wake.release()
+        except RuntimeError:  # already released by another waker
+            pass
 
     def _dead(self) -> bool:
         return self.death is not None
@@ -443,11 +447,7 @@ class DeviceWorker:
         """Make the worker go round once more (from the waiting thread)."""
         self._look = True
         if self._idle:
-            self._idle = False
-            try:  # noqa: SIM105 - as in _submit
-                self._wake.release()
-            except RuntimeError:
-                pass
+            self._rouse()
 
     def _await_loan(self, lane: Lane) -> None:
         """Wait (lock released meanwhile) until a stream sync lent on *lane* returned.
@@ -512,7 +512,7 @@ class DeviceWorker:
         options = self.options
         timeout: float | None = None
         watched: list[Lane] = []
-        head = None
+        head: Watch | None = None
         if self._waiting:  # (a stale answer only costs a round)
             with self.lock:
                 watched = [lane for lane in self._waiting.values() if not lane.lent]
@@ -523,10 +523,10 @@ class DeviceWorker:
             elif time.monotonic() - self._last_jobs < options.busy_window_ms / 1e3:
                 timeout = options.busy_poll_us / 1e6
             else:
-                lane = watched[0]
-                if head is not None and lane.open_fence is head:
-                    self._close_fence(lane)  # the slice below needs its event
-                if head is not None and head.event:
+                assert head is not None  # a waiting stream has a watch
+                if watched[0].open_fence is head:
+                    self._close_fence(watched[0])  # the slice below needs its event
+                if head.event:
                     self._rt.synchronize_event_with_timeout(head.event, options.wait_slice_ms)
                     return
                 timeout = options.busy_poll_us / 1e6

@@ -246,6 +246,7 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
             if tracemalloc.is_tracing():
                 tracemalloc.stop()
     peak = max([peak, *threads])
+    own_threads = sum(name.startswith("aclasync-device") for name in names)
     per_waiter = {key: (waiter_cost[key] - launch_cost[key]) / n for key in waiter_cost}
     return {
         "waiters": n,
@@ -255,10 +256,9 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
         "peak_threads": peak - base_threads,
         "threads_per_device": (active[-1] - active[0]) / (DEVICES - 1),
         "threads_constant": active[0] - base_threads - (active[-1] - active[0]) / (DEVICES - 1),
-        "worker_threads": sum(name.startswith("aclasync-device") for name in names),
+        "worker_threads": own_threads,
         "sim_threads": sum(name.startswith("aclasync-sim-") for name in names),
-        "aclasync_threads_per_device": sum(name.startswith("aclasync-device") for name in names)
-        / DEVICES,
+        "aclasync_threads_per_device": own_threads / DEVICES,
         "bytes_per_launch": sum(launch_cost.values()) / n,
         "bytes_per_waiter": sum(per_waiter.values()),
         "bytes_front_end": per_waiter["aclasync"],
