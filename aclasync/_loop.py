@@ -15,6 +15,8 @@ the ``timeout=`` and abandonment.
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, cast
@@ -199,8 +201,49 @@ class _TrioDelivery(Delivery):
             self._lowlevel.reschedule(task, outcome.Value(None))
 
 
+class _LastDelivery(threading.local):
+    """The delivery this thread used last, and the loop (or trio token) it belongs to."""
+
+    key: object = None
+    delivery: Delivery | None = None
+
+
+_last = _LastDelivery()
+
+
+def _loop_key() -> object:
+    """The running asyncio loop or trio run of this thread (None when neither)."""
+    loop = asyncio._get_running_loop()
+    if loop is not None:
+        return loop
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return None
+    try:
+        return trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return None
+
+
 def current_delivery() -> Delivery:
-    """The delivery of the running event loop, created on first use."""
+    """The delivery of the running event loop, created on first use.
+
+    Every wait asks for it, so the thread's last answer is kept and reused while the
+    same loop (or trio run) is running; the run variable is the source of truth.
+    """
+    key = _loop_key()
+    last = _last
+    if key is not None and last.key is key:
+        delivery = last.delivery
+        assert delivery is not None
+        return delivery
+    delivery = _find_delivery()
+    last.key = key
+    last.delivery = delivery
+    return delivery
+
+
+def _find_delivery() -> Delivery:
     try:
         return _delivery.get()
     except LookupError:

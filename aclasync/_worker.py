@@ -44,7 +44,7 @@ from ._lanes import Lane, Watch
 from ._loop import EXPIRED, Delivery, Waiter
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
-from ._waiting_thread import Loan, WaitingThread, is_timeout
+from ._waiting_thread import Loan, Ready, WaitingThread, is_timeout
 
 __all__ = ["DeviceWorker", "WorkerOptions"]
 
@@ -194,12 +194,16 @@ class DeviceWorker:
                     if self._waiting:
                         self._sweep()
                         self._lend()
-                    self._flush()
+                    ready = self._take_ready()
                 waiting_thread = self._waiting_thread
                 if waiting_thread is not None and waiting_thread.failure is not None:
+                    _post(ready)
                     raise waiting_thread.failure
                 if stop_waiter is None and not self._inbox:
-                    self._idle_wait()
+                    # Posted right before blocking: the loop it wakes finds the GIL free.
+                    self._idle_wait(ready)
+                else:
+                    _post(ready)
             failures = self._teardown()
         except BaseException as exc:  # the device is unusable; say so to every waiter
             self._die(exc)
@@ -228,8 +232,12 @@ class DeviceWorker:
             elif op == _CALL:
                 self._call(job[1], job[2])
             elif op == _FENCE:
-                with self.lock:
-                    self._fence(job[1], job[2])
+                lane = job[1]
+                if lane.idle_at == (lane.launches, self._calls) and not (inbox or self._ready):
+                    self._answer_idle(lane, job[2])
+                else:
+                    with self.lock:
+                        self._fence(lane, job[2])
             elif op == _WATCH:
                 with self.lock:
                     self._watch(job[1], job[2], job[3], job[4])
@@ -303,6 +311,20 @@ class DeviceWorker:
                 lane.open_fence = fence
             watches.append(fence)
             self._park(lane, fence, waiter)
+
+    def _answer_idle(self, lane: Lane, waiter: Waiter) -> None:
+        """A sync of a stream known idle, as the only job: answer it at once.
+
+        The bare shape of a round trip: no lock, no batch. (``idle_at`` still
+        matching means the stream went idle with its failures collected, and nothing
+        was queued on it since; the waiting thread never touches ``idle_at``.)
+        """
+        waiter.seen = True
+        waiter.result = _done()
+        try:
+            waiter.delivery.post((waiter,))
+        except RuntimeError:  # that event loop is closed: nobody is left to resume
+            pass
 
     def _mark_fence(self, lane: Lane, fence: Watch) -> AclError | None:
         """Record the fence's event at the stream's current tail; the error if that fails."""
@@ -496,8 +518,8 @@ class DeviceWorker:
                     self._collect(lane)
             self._resolve_all(head, _done)
 
-    def _idle_wait(self) -> None:
-        """Sleep until a job arrives or it is time to look for completions again.
+    def _idle_wait(self, ready: Ready) -> None:
+        """Post *ready*, then sleep until a job arrives or it is time to look again.
 
         With nothing to watch (or only the stream lent to the waiting thread), sleep
         until a job arrives. While another FAST_SYNC stream has waiters, poll every
@@ -527,6 +549,7 @@ class DeviceWorker:
                 if watched[0].open_fence is head:
                     self._close_fence(watched[0])  # the slice below needs its event
                 if head.event:
+                    _post(ready)
                     self._rt.synchronize_event_with_timeout(head.event, options.wait_slice_ms)
                     return
                 timeout = options.busy_poll_us / 1e6
@@ -534,7 +557,10 @@ class DeviceWorker:
         if self._inbox or self._look:  # re-checked after _idle is set: no lost wake-up
             self._idle = False
             self._look = False
+            _post(ready)
             return
+        if ready:
+            _post(ready)
         if timeout is None:
             self._wake.acquire()
         else:

@@ -79,22 +79,29 @@ class Model:
         self.unreported: list[Failure] = []
         self.reported: set[int] = set()
         self._clock = itertools.count()
+        #: Streams an abandoned wait may still be waiting on: the runtime's stream sync
+        #: behind it returns when the stream is idle, with the failure of any kernel
+        #: queued meanwhile, until a completed sync shows the stream went idle.
+        self._in_flight: set[int] = set()
 
     def launch_failed(self, ident: int, stream: int) -> None:
         self.unreported.append(Failure(ident, stream, "launch", seen=True, order=next(self._clock)))
 
     def kernel_failed(self, ident: int, stream: int) -> None:
-        self.unreported.append(Failure(ident, stream, "kernel"))
+        maybe = stream in self._in_flight
+        self.unreported.append(Failure(ident, stream, "kernel", maybe_seen=maybe))
 
     def pending_kernel(self, stream: int) -> bool:
         return any(f.kind == "kernel" and f.stream == stream for f in self.unreported)
 
     def abandoned(self, streams: list[int]) -> None:
+        self._in_flight.update(streams)
         for f in self.unreported:
             if f.stream in streams and not f.seen:
                 f.maybe_seen = True
 
     def synced(self, streams: list[int]) -> None:
+        self._in_flight.difference_update(streams)
         order = next(self._clock)  # kernels seen by one device sync tie
         for f in self.unreported:
             if f.stream in streams and not f.seen:
@@ -303,9 +310,15 @@ class FrontEnd(RuleBasedStateMachine):
                 expected = {f.ident for f in self.model.unreported}
                 assert sorted(got) == sorted(expected), (got, expected)
         finally:
-            self._device_cm.__exit__(None, None, None)
-            self._portal_cm.__exit__(None, None, None)
-            self.rt.sim.close()
+            # Each step even if an earlier one raised: a failing example must not leave
+            # its portal thread behind (dozens of them starve the next examples).
+            try:
+                self._device_cm.__exit__(None, None, None)
+            finally:
+                try:
+                    self._portal_cm.__exit__(None, None, None)
+                finally:
+                    self.rt.sim.close()
 
 
 @pytest.mark.parametrize(
