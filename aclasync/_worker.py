@@ -321,7 +321,7 @@ class DeviceWorker:
         """
         waiter.seen = True
         waiter.result = _done()
-        try:
+        try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
             waiter.delivery.post((waiter,))
         except RuntimeError:  # that event loop is closed: nobody is left to resume
             pass
