@@ -26,7 +26,7 @@ import anyio.lowlevel
 import outcome
 from anyio.lowlevel import RunVar
 
-__all__ = ["EXPIRED", "WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
+__all__ = ["DONE", "EXPIRED", "WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
 
 #: Waiters resumed per loop iteration; the rest wait for the next iteration.
 WAKE_BATCH = 64
@@ -40,6 +40,10 @@ class _Expired(Exception):
 
 #: The result a worker gives such a wait when the awaited work is not done yet.
 EXPIRED: outcome.Error = outcome.Error(_Expired())
+#: The result of a wait that succeeded with nothing to return, shared by all such
+#: waits: ``Waiter.wait`` returns None for it without unwrapping (which an outcome
+#: allows once only), and workers save making an outcome per waiter.
+DONE: outcome.Value[None] = outcome.Value(None)
 
 
 class Waiter:
@@ -97,6 +101,8 @@ class Waiter:
             self.abandoned = True
             raise
         result = self.result
+        if result is DONE:
+            return None
         assert result is not None
         if result is EXPIRED:
             self.abandoned = True

@@ -41,7 +41,7 @@ import outcome
 from ._errors import AclError, DeviceBrokenError
 from ._handles import Handles
 from ._lanes import Lane, Watch
-from ._loop import EXPIRED, Delivery, Waiter
+from ._loop import DONE, EXPIRED, Delivery, Waiter
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._waiting_thread import Loan, Ready, WaitingThread, is_timeout
@@ -55,8 +55,7 @@ _STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 
 
 def _done() -> outcome.Value[None]:
-    # A fresh outcome per waiter: an outcome can be unwrapped once only.
-    return outcome.Value(None)
+    return DONE
 
 
 def _closed(message: str) -> Callable[[], outcome.Error]:
@@ -94,6 +93,8 @@ class DeviceWorker:
         self._error_seq = itertools.count()
         self._waiting: dict[int, Lane] = {}
         self._ready: dict[Delivery, list[Waiter]] = {}
+        #: Streams found busy by ``_fence`` in this round (no need to ask again).
+        self._asked: set[Lane] = set()
         #: Guards what the waiting thread shares with the worker (see the module doc).
         self.lock = threading.Lock()
         self._loan_returned = threading.Condition(self.lock)
@@ -194,6 +195,7 @@ class DeviceWorker:
                     if self._waiting:
                         self._sweep()
                         self._lend()
+                    self._asked.clear()
                     ready = self._take_ready()
                 waiting_thread = self._waiting_thread
                 if waiting_thread is not None and waiting_thread.failure is not None:
@@ -311,6 +313,7 @@ class DeviceWorker:
                 lane.open_fence = fence
             watches.append(fence)
             self._park(lane, fence, waiter)
+            self._asked.add(lane)
 
     def _answer_idle(self, lane: Lane, waiter: Waiter) -> None:
         """A sync of a stream known idle, as the only job: answer it at once.
@@ -320,7 +323,7 @@ class DeviceWorker:
         was queued on it since; the waiting thread never touches ``idle_at``.)
         """
         waiter.seen = True
-        waiter.result = _done()
+        waiter.result = DONE
         try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
             waiter.delivery.post((waiter,))
         except RuntimeError:  # that event loop is closed: nobody is left to resume
@@ -390,10 +393,12 @@ class DeviceWorker:
     def _sweep(self) -> None:
         """Resolve the watches whose events have completed, stream by stream.
 
-        A stream lent to the waiting thread is left to it.
+        A stream lent to the waiting thread is left to it, and one whose fence was
+        parked this round after ``stream_query`` said it is busy is not asked again.
         """
+        asked = self._asked
         for handle, lane in list(self._waiting.items()):
-            if lane.lent:
+            if lane.lent or lane in asked:
                 continue
             self._sweep_lane(lane)
             if not lane.watches:
@@ -442,19 +447,24 @@ class DeviceWorker:
         lane.lent = False
         if loan.by_stream:
             lane.lent_stream = False
-            self._loan_returned.notify_all()
+            if lane.held:  # only _await_loan waits for the condition
+                self._loan_returned.notify_all()
         if lane.closed or is_timeout(ret):
             return
         watches = lane.watches
         head = watches[0] if watches else None
         if loan.by_stream:
-            self._take_sync_status(lane, ret)
+            if ret:
+                self._take_sync_status(lane, ret)
             lane.collected = loan.watch.launches
             if head is loan.watch and not head.event:
                 # The stream sync came back: work up to this open fence is done, and
                 # the sync returned the stream's failures. No need to ask again.
                 del watches[0]
                 self._resolve_all(head, _done)
+                if not watches:  # the common case, kept short: the CPU is cold here
+                    self._waiting.pop(lane.handle, None)
+                    return
         self._sweep_lane(lane)
         if not watches:
             self._waiting.pop(lane.handle, None)
@@ -720,16 +730,14 @@ class DeviceWorker:
 
     def _resolve(self, waiter: Waiter, result: outcome.Outcome[Any]) -> None:
         waiter.result = result
-        batch = self._ready.get(waiter.delivery)
-        if batch is None:
-            self._ready[waiter.delivery] = [waiter]
-        else:
-            batch.append(waiter)
+        self._ready.setdefault(waiter.delivery, []).append(waiter)
 
     def _resolve_all(self, watch: Watch, make: Callable[[], outcome.Outcome[Any]]) -> None:
-        for waiter in watch.waiters:
+        ready = self._ready
+        for waiter in watch.waiters:  # _resolve inlined: this runs on a just-woken CPU
             if not waiter.abandoned:
-                self._resolve(waiter, make())
+                waiter.result = make()
+                ready.setdefault(waiter.delivery, []).append(waiter)
 
     def _flush(self) -> None:
         if self._ready:

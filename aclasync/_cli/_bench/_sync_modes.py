@@ -67,7 +67,7 @@ _Waiter = Callable[[str, int], tuple[list[float], list[float], float, float]]
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Measure both levels (raw, then aclasync on every loop of *cfg*); return the result."""
     counts = {length: cfg.size(_FULL[length], _QUICK[length], minimum=2) for length in LENGTHS_US}
-    rounds = 1 if cfg.scale < 1 else (2 if cfg.quick else 4)
+    rounds = 1 if cfg.scale < 1 else (2 if cfg.quick else 5)  # the issue judges >= 5
     per_floor = cfg.size(50, 25, minimum=5)  # floor samples after each round of modes
     cfg.progress(f"sync-modes [raw]: {sum(counts.values())} syncs per mode, one thread")
     levels = {"raw": run_on_loop(cfg.loops[0], _raw_level_in_thread, counts, rounds)}
