@@ -10,6 +10,8 @@ limiter of 40 threads.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -37,27 +39,44 @@ MODES = ("aclasync", "naive")
 STREAMS = 8
 KERNEL_US = 2000.0
 START_LIMIT_S = 30.0
+#: Rounds per concurrency level in a full run (both servers in each, order alternating).
+ROUNDS = 3
 
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
-    """Serve the app both ways, one after the other, and load each; blocks."""
+    """Serve the app both ways at once and load them in turn, interleaved; blocks.
+
+    Both servers run side by side for the whole benchmark. Each concurrency level is
+    split into ``ROUNDS`` rounds, and in each round both servers get their share of
+    requests, in alternating order, so that drift of the machine (other jobs, CPU
+    frequency) falls on both alike. Figures pool the rounds.
+    """
     missing = [m for m in ("starlette", "uvicorn", "httpx") if importlib.util.find_spec(m) is None]
     if missing:
         raise Skip(f"needs {', '.join(missing)}: pip install 'aclasync[serve]'")
     per_level = cfg.size(2000, 48, minimum=8)
+    rounds = 1 if cfg.quick or cfg.scale < 1 else ROUNDS
     rows: list[dict[str, Any]] = []
-    for mode in MODES:
-        with _Server(mode) as url:
+    with contextlib.ExitStack() as stack:
+        urls = {mode: stack.enter_context(_Server(mode)) for mode in MODES}
+        for url in urls.values():
             _load(url, 1, 8)  # warm-up: imports, first launch
-            for concurrency in CONCURRENCY:
-                count = max(per_level, concurrency)
-                cfg.progress(f"serve [{mode}]: {count} requests at concurrency {concurrency}")
-                figures = _load(url, concurrency, count)
-                rows.append({"mode": mode, "concurrency": concurrency, **figures})
-            threads = _threads(url)
-        for row in rows:
-            if row["mode"] == mode:
-                row["threads"] = threads
+        for concurrency in CONCURRENCY:
+            count = max(per_level // rounds, concurrency)
+            samples: dict[str, list[_Sample]] = {mode: [] for mode in MODES}
+            for turn in range(rounds):
+                order = MODES if turn % 2 == 0 else MODES[::-1]
+                for mode in order:
+                    cfg.progress(
+                        f"serve [{mode}]: {count} requests at concurrency {concurrency}"
+                        f" (round {turn + 1} of {rounds})"
+                    )
+                    samples[mode].append(_load(urls[mode], concurrency, count))
+            for mode in MODES:
+                rows.append({"mode": mode, "concurrency": concurrency, **_pool(samples[mode])})
+        threads = {mode: _threads(url) for mode, url in urls.items()}
+    for row in rows:
+        row["threads"] = threads[row["mode"]]
     return {
         "title": TITLE,
         "columns": [
@@ -97,11 +116,13 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "notes": [
             f"1 simulated device, {STREAMS} streams, {KERNEL_US / 1000:g} ms kernels; "
-            "uvicorn on asyncio; client and server on the same machine.",
+            "uvicorn on asyncio; client and server on the same machine; both servers "
+            f"run side by side and each level alternates between them in {rounds} rounds.",
             "threads: the most threads alive in the server process during its run.",
         ],
         "params": {
             "requests_per_level": per_level,
+            "rounds": rounds,
             "concurrency": list(CONCURRENCY),
             "streams": STREAMS,
             "kernel_us": KERNEL_US,
@@ -190,7 +211,7 @@ class _Server:
         return self._log.read().decode(errors="replace")[-2000:]
 
 
-def _load(url: str, concurrency: int, count: int) -> dict[str, Any]:
+def _load(url: str, concurrency: int, count: int) -> _Sample:
     """Send *count* checked ``/infer`` requests at *concurrency*; time them and /health."""
     import httpx
 
@@ -206,12 +227,20 @@ def _load(url: str, concurrency: int, count: int) -> dict[str, Any]:
                 health.append(time.perf_counter() - began)
                 stop.wait(0.01)
 
+    prober = threading.Thread(target=probe, name="aclasync-bench-health")
+
     async def drive() -> float:
+        # Every connection is open before the clock and the /health probe start: the
+        # figures are those of the service under load, not of its accept loop taking
+        # a burst of new connections.
         remaining = list(range(count))
         host, port = url.removeprefix("http://").rsplit(":", 1)
+        go = anyio.Event()
 
-        async def worker() -> None:
+        async def worker(*, task_status: anyio.abc.TaskStatus[None]) -> None:
             async with _Connection(await anyio.connect_tcp(host, int(port))) as http:
+                task_status.started()
+                await go.wait()
                 while remaining:
                     n = remaining.pop() % 200
                     began = time.perf_counter()
@@ -223,19 +252,39 @@ def _load(url: str, concurrency: int, count: int) -> dict[str, Any]:
                     ):
                         raise RuntimeError(f"n={n}: HTTP {status} {body[:200]!r}")
 
-        started = time.perf_counter()
         async with anyio.create_task_group() as tg:
             for _ in range(concurrency):
-                tg.start_soon(worker)
+                await tg.start(worker)
+            prober.start()
+            started = time.perf_counter()
+            go.set()
         return time.perf_counter() - started
 
-    prober = threading.Thread(target=probe, name="aclasync-bench-health")
-    prober.start()
     try:
         seconds = anyio.run(drive)
     finally:
         stop.set()
-        prober.join()
+        if prober.is_alive():
+            prober.join()
+    return _Sample(count, seconds, latencies, health)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sample:
+    """One load of one server: its request count, wall time and latencies (seconds)."""
+
+    count: int
+    seconds: float
+    latencies: list[float]
+    health: list[float]
+
+
+def _pool(samples: list[_Sample]) -> dict[str, Any]:
+    """The figures of several loads of one server taken together."""
+    count = sum(sample.count for sample in samples)
+    seconds = sum(sample.seconds for sample in samples)
+    latencies = [x for sample in samples for x in sample.latencies]
+    health = [x for sample in samples for x in sample.health]
     return {
         "requests": count,
         "seconds": seconds,
