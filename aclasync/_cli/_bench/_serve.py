@@ -117,7 +117,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "notes": [
             f"1 simulated device, {STREAMS} streams, {KERNEL_US / 1000:g} ms kernels; "
             "uvicorn on asyncio; client and server on the same machine; both servers "
-            f"run side by side and each level alternates between them in {rounds} rounds.",
+            f"run side by side and each level alternates between them ({rounds} "
+            f"round{'s' if rounds > 1 else ''}).",
             "threads: the most threads alive in the server process during its run.",
         ],
         "params": {
