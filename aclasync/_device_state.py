@@ -41,7 +41,7 @@ import anyio.lowlevel
 
 from ._errors import AclTimeoutError, report
 from ._lanes import Lane
-from ._loop import current_delivery
+from ._loop import Waiter, current_delivery
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._worker import DeviceWorker
@@ -136,16 +136,26 @@ class DeviceState:
 
     # -- waits -----------------------------------------------------------------------
 
-    async def fence(self, lane: Lane, timeout: float | None, api: str) -> None:
-        """Wait for the work queued on *lane* so far, then report its oldest failure."""
+    def start_fence(self, lane: Lane) -> tuple[Waiter, tuple[int, int]]:
+        """Ask the worker to fence *lane*: the waiter to await, and the mark for
+        ``end_fence``.
+
+        Split in two, rather than one coroutine, because a parked wait's frames are
+        its memory: ``Stream.synchronize`` awaits the waiter itself.
+        """
         self.check_open()
         waiter = current_delivery().new_waiter()
         mark = (lane.submitted, self.calls)
         self.worker.fence(lane, waiter)
-        if timeout is None:
-            await waiter.wait()
-        else:
-            await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=False))
+        return waiter, mark
+
+    def fence_timeout(self, lane: Lane, timeout: float, api: str) -> Callable[[], BaseException]:
+        """What a fence's wait raises when its *timeout* runs out."""
+        return self._timeout(api, timeout, lane, event=False)
+
+    def end_fence(self, lane: Lane, mark: tuple[int, int]) -> None:
+        """After the fence's wait succeeded: report the stream's oldest failure, or
+        remember that the stream is settled."""
         self.report(lane)
         lane.settled_at = mark
 

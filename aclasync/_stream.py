@@ -153,7 +153,14 @@ class Stream(AsyncResource):
         """
         timeout = check_timeout(timeout)
         self._check_open()
-        await self._state.fence(self._lane, timeout, "aclasync.Stream.synchronize")
+        state, lane = self._state, self._lane
+        waiter, mark = state.start_fence(lane)
+        if timeout is None:
+            await waiter.wait()
+        else:
+            on_timeout = state.fence_timeout(lane, timeout, "aclasync.Stream.synchronize")
+            await waiter.wait(timeout, on_timeout=on_timeout)
+        state.end_fence(lane, mark)
 
     async def record_event(self, *, timing: bool = False) -> Event:
         """Record a new event after the work queued so far and return it.
