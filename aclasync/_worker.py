@@ -32,7 +32,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
@@ -324,10 +324,7 @@ class DeviceWorker:
         """
         waiter.seen = True
         waiter.result = DONE
-        try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
-            waiter.delivery.post((waiter,))
-        except RuntimeError:  # that event loop is closed: nobody is left to resume
-            pass
+        _post_to(waiter.delivery, (waiter,))
 
     def _mark_fence(self, lane: Lane, fence: Watch) -> AclError | None:
         """Record the fence's event at the stream's current tail; the error if that fails."""
@@ -569,8 +566,7 @@ class DeviceWorker:
             self._look = False
             _post(ready)
             return
-        if ready:
-            _post(ready)
+        _post(ready)
         if timeout is None:
             self._wake.acquire()
         else:
@@ -785,12 +781,16 @@ class DeviceWorker:
 def _post(ready: dict[Delivery, list[Waiter]]) -> None:
     """Hand resolved waiters to their event loops; callable without the lock."""
     for delivery, waiters in ready.items():
-        try:
-            delivery.post(waiters)
-        except RuntimeError:
-            # That event loop is closed: nobody is left to resume. Other loops' waiters
-            # must still be served.
-            continue
+        _post_to(delivery, waiters)
+
+
+def _post_to(delivery: Delivery, waiters: Iterable[Waiter]) -> None:
+    """Hand waiters to one event loop; a closed loop is skipped (nobody is left to
+    resume), so that other loops' waiters are still served."""
+    try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
+        delivery.post(waiters)
+    except RuntimeError:
+        pass
 
 
 def _is_coroutine(value: object) -> bool:

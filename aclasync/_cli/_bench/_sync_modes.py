@@ -67,7 +67,6 @@ OVER_TARGET_US = 20.0
 
 #: What one mode at one kernel length gave: lists of per-sync figures and totals.
 _Cell = dict[str, Any]
-_Waiter = Callable[[str, int], tuple[list[float], list[float], float, float]]
 
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
@@ -182,18 +181,6 @@ class _Stamp:
         self.end = time.perf_counter()
 
 
-def _collect(counts: dict[int, int], rounds: int, wait: _Waiter) -> dict[tuple[str, int], _Cell]:
-    """Drive *wait* over every length and mode, modes interleaved in *rounds*."""
-    cells: dict[tuple[str, int], _Cell] = {}
-    for length in LENGTHS_US:
-        for _ in range(rounds):
-            for mode in MODES:
-                latencies, ran, thread_cpu, process_cpu = wait(mode, length)
-                cell = cells.setdefault((mode, length), _new_cell())
-                _merge(cell, latencies, ran, thread_cpu, process_cpu)
-    return cells
-
-
 def _new_cell() -> _Cell:
     return {"latency": [], "ran": [], "thread_cpu": 0.0, "process_cpu": 0.0}
 
@@ -269,15 +256,12 @@ async def _aclasync_level(
     kernel length.
     """
     acl = sim.create(device_count=1)
-    launch = acl.sim.launch_kernel
     cells: dict[tuple[str, int], _Cell] = {}
     raw_cells: dict[tuple[str, int], _Cell] = {}
     floor: dict[int, list[float]] = {length: [] for length in LENGTHS_US}
     raw = await anyio.to_thread.run_sync(_RawLevel)
     try:
-        await _aclasync_and_raw(
-            acl, launch, counts, rounds, (cells, raw_cells), raw, per_floor, floor
-        )
+        await _aclasync_and_raw(acl, counts, rounds, (cells, raw_cells), raw, per_floor, floor)
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(raw.close)
@@ -286,7 +270,6 @@ async def _aclasync_level(
 
 async def _aclasync_and_raw(
     acl: Any,
-    launch: Callable[..., int],
     counts: dict[int, int],
     rounds: int,
     into: tuple[dict[tuple[str, int], _Cell], dict[tuple[str, int], _Cell]],
@@ -302,6 +285,7 @@ async def _aclasync_and_raw(
         for bare in bares.values():
             await bare.round_trip()  # warm-up, not recorded
         async with aclasync.open_device(0, backend=acl) as dev:
+            launch = acl.sim.launch_kernel
             await _aclasync_rounds(dev, launch, counts, rounds, into, raw, bares, per_floor, floor)
 
 
