@@ -32,6 +32,13 @@ class WorkerOptions:
         quiet wait costs no CPU. With False, the worker alone watches for completions
         by polling and short wait slices (the earlier design, kept for
         comparison in ``aclasync bench sync-modes``).
+    inline_fast_sync:
+        While a FAST_SYNC stream's sync is all the device waits for and no job is
+        queued, the worker waits for it itself, in ``wait_slice_ms`` slices, instead
+        of waking the waiting thread: the wait then starts at once, so a kernel
+        shorter than a thread wake-up does not pay one. A job submitted meanwhile
+        (another stream's launch, say) waits for the slice to end. With False,
+        every wait goes to the waiting thread. Needs ``waiting_thread``.
     cpu:
         Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
         thread that opens the device (the event loop's) and the worker to the CPU that
@@ -45,6 +52,7 @@ class WorkerOptions:
     busy_window_ms: float = 50.0
     fast_sync_poll_us: float = 20.0
     waiting_thread: bool = True
+    inline_fast_sync: bool = True
     cpu: int | Literal["loop"] | None = None
 
     def __post_init__(self) -> None:
@@ -57,6 +65,8 @@ class WorkerOptions:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not isinstance(self.waiting_thread, bool):
             raise TypeError("waiting_thread must be a bool")
+        if not isinstance(self.inline_fast_sync, bool):
+            raise TypeError("inline_fast_sync must be a bool")
         if not self.busy_window_ms >= 0:
             raise ValueError(f"busy_window_ms must be >= 0, got {self.busy_window_ms!r}")
         if self.cpu == "loop":

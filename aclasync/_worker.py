@@ -4,7 +4,10 @@ The event loop hands the worker *jobs* through a deque; the worker drains the wh
 deque per round, so a busy worker costs submitters no wake-up. Waiting for work to
 finish is the business of the device's waiting thread (``_waiting_thread``): the worker
 lends it the oldest point waiters watch, and it blocks in the runtime's own wait for
-that point and resolves the waiters when it returns. A stream whose waits are not lent
+that point and resolves the waiters when it returns. One exception: a FAST_SYNC
+stream's sync that is all the device waits for, with no job queued, the worker waits
+for itself in short slices (``_wait_inline``), since it is running already and the
+waiting thread's wake-up would outlast a short kernel. A stream whose waits are not lent
 (a second stream with waiters while the first is lent) is watched by the worker
 between rounds, without running Python in runtime callbacks: it queries the event at
 the head of each stream's watch list (events on a stream finish in order), waits in
@@ -191,17 +194,24 @@ class DeviceWorker:
                 os.sched_setaffinity(0, {self._cpu})
             while stop_waiter is None:
                 stop_waiter = self._drain_inbox()
+                inline: Loan | None = None
                 with self.lock:
                     if self._waiting:
                         self._sweep()
-                        self._lend()
+                        if stop_waiter is None:
+                            inline = self._inline_loan()
+                        if inline is None:
+                            self._lend()
                     self._asked.clear()
                     ready = self._take_ready()
                 waiting_thread = self._waiting_thread
                 if waiting_thread is not None and waiting_thread.failure is not None:
                     _post(ready)
                     raise waiting_thread.failure
-                if stop_waiter is None and not self._inbox:
+                if inline is not None:
+                    _post(ready)
+                    self._wait_inline(inline)
+                elif stop_waiter is None and not self._inbox:
                     # Posted right before blocking: the loop it wakes finds the GIL free.
                     self._idle_wait(ready)
                 else:
@@ -437,6 +447,42 @@ class DeviceWorker:
             lane.lent_stream = by_stream
             return Loan(lane, head, by_stream=by_stream)
         return None
+
+    def _inline_loan(self) -> Loan | None:
+        """The sync the worker waits for itself, if any (see ``_wait_inline``).
+
+        Only the tail of a FAST_SYNC stream, when it is all the device waits for and
+        no job is queued: the worker is running right now, so it starts polling at
+        once, as a program that launches and then syncs on its own thread does,
+        where waking the waiting thread would put a thread wake-up (tens of us)
+        between a short kernel's end and its waiter.
+        """
+        if self._context is None or not self.options.inline_fast_sync:
+            return None
+        if self._inbox or len(self._waiting) != 1:
+            return None
+        lane = next(iter(self._waiting.values()))
+        if not lane.fast_sync or lane.lent or lane.unlendable or lane.held:
+            return None
+        head = lane.watches[0]
+        if not head.fence or head.event:
+            return None
+        lane.lent = lane.lent_stream = True
+        return Loan(lane, head, by_stream=True)
+
+    def _wait_inline(self, loan: Loan) -> None:
+        """Wait in the stream's sync (GIL released), ``wait_slice_ms`` at a time.
+
+        The wait goes on slice after slice until the stream is idle or a job has
+        been submitted: that job waits at most for the slice to end; the next round
+        runs it, and lends the wait to the waiting thread if it is still pending.
+        """
+        sync = self._rt.synchronize_stream_with_timeout
+        handle, slice_ms, inbox = loan.lane.handle, self.options.wait_slice_ms, self._inbox
+        while is_timeout(ret := sync(handle, slice_ms)) and not inbox:
+            pass
+        with self.lock:
+            self._loan_done(loan, ret)
 
     def _loan_done(self, loan: Loan, ret: int) -> None:
         """The waiting thread's wait returned *ret*: resolve what is finished."""

@@ -41,6 +41,7 @@ from hypothesis.stateful import (
 
 import aclasync
 import aclasync.sim
+from aclasync import StreamFlag
 from aclasync.sim import Kernel
 
 if sys.version_info < (3, 11):
@@ -177,12 +178,14 @@ class FrontEnd(RuleBasedStateMachine):
             aclasync.open_device(0, backend=self.rt)
         )
         self.dev = self._device_cm.__enter__()
-        created = [self.portal.call(self._create_stream) for _ in range(STREAMS - 1)]
+        # The last stream is FAST_SYNC: its lone waits are the worker's own (inline).
+        flags = [StreamFlag.DEFAULT] * (STREAMS - 2) + [StreamFlag.FAST_SYNC]
+        created = [self.portal.call(self._create_stream, f) for f in flags]
         self.streams = [self.dev.default_stream, *created]
         self.closed = False
 
-    async def _create_stream(self) -> Any:
-        return await self.dev.create_stream()
+    async def _create_stream(self, flags: StreamFlag) -> Any:
+        return await self.dev.create_stream(flags=flags)
 
     # -- queueing ---------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.anyio
         ({"busy_poll_us": 0}, ValueError),
         ({"fast_sync_poll_us": -1}, ValueError),
         ({"busy_window_ms": -1}, ValueError),
+        ({"inline_fast_sync": 1}, TypeError),
         ({"cpu": 10_000}, ValueError),
     ],
 )

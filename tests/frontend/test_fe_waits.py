@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
 import pytest
-from frontend_support import Gate, Log, ms, opened
+from frontend_support import Gate, Log, RecordingAcl, ms, opened
 
 import aclasync
 from aclasync import StreamFlag
@@ -280,3 +281,57 @@ async def test_queueing_never_checkpoints_but_awaiting_always_does(rt: Any) -> N
         await a.synchronize()
         await b.synchronize()
         assert sorted(log.snapshot()) == ["a", "b"]
+
+
+class _WaitTaken(RecordingAcl):
+    """Sets ``taken`` at the first timed stream sync: a wait has been taken."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.taken = threading.Event()
+
+    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+        super().on_rt_call(name, args)
+        if name == "synchronize_stream_with_timeout":
+            self.taken.set()
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "lent"])
+async def test_a_lone_fast_sync_wait_never_holds_up_later_jobs(rt: Any, inline: bool) -> None:
+    """A FAST_SYNC stream's sync, when it is all the device waits for, is waited for by
+    the worker itself in ``wait_slice_ms`` slices (``inline_fast_sync``): jobs that
+    arrive meanwhile still run while the kernel is held, and the held wait still ends."""
+    acl = _WaitTaken(rt)
+    gate = Gate()
+    options = aclasync.WorkerOptions(inline_fast_sync=inline, wait_slice_ms=2)
+
+    def waits_on(handle: int) -> dict[int, set[int]]:
+        """The threads that made a timed stream sync of *handle*, and their timeouts."""
+        threads: dict[int, set[int]] = {}
+        for name, args, ident in acl.calls:
+            if name == "synchronize_stream_with_timeout" and args[0] == handle:
+                threads.setdefault(ident, set()).add(args[1])
+        return threads
+
+    with anyio.fail_after(10):
+        async with aclasync.open_device(0, backend=acl, options=options) as dev:
+            worker = dev.worker_thread.ident
+            kernel = dev.acl.sim.launch_kernel
+            async with (
+                dev.create_stream(flags=StreamFlag.FAST_SYNC) as fast,
+                dev.create_stream() as other,
+            ):
+                async with anyio.create_task_group() as tg:
+                    fast.launch(kernel, gate.kernel())
+                    tg.start_soon(fast.synchronize)
+                    await anyio.to_thread.run_sync(acl.taken.wait, abandon_on_cancel=True)
+                    other.launch(kernel, Kernel())
+                    await other.synchronize()
+                    assert await dev.call(lambda: 42) == 42
+                    assert not await fast.query()  # all that while the kernel was held
+                    gate.open()
+                assert await fast.query()
+                waits = waits_on(fast.handle)
+                assert (worker in waits) is inline
+                if inline:
+                    assert waits[worker] == {2}  # one slice at a time
