@@ -39,8 +39,8 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from ._errors import AclTimeoutError, report
-from ._lanes import Lane
+from ._errors import AclasyncError, AclTimeoutError, raise_for_status, report
+from ._lanes import EventRecord, Lane
 from ._loop import Waiter, current_delivery
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
@@ -49,6 +49,7 @@ from ._worker import DeviceWorker
 __all__ = ["DeviceState"]
 
 _T = TypeVar("_T")
+_EVENT_COMPLETE = 1  # query_event_status: NOT_READY=0, COMPLETE=1
 
 
 class DeviceState:
@@ -169,17 +170,26 @@ class DeviceState:
         return lane.settled_at == (lane.submitted, self.calls) and not lane.errors
 
     async def watch(
-        self, lane: Lane, event: int, seq: int, timeout: float | None, api: str
+        self, lane: Lane, event: int, record: EventRecord, timeout: float | None, api: str
     ) -> None:
         """Wait for an event recorded on *lane*, then report the stream's oldest failure."""
         self.check_open()
         waiter = current_delivery().new_waiter()
-        self.worker.watch(lane, event, seq, waiter)
-        if timeout is None:
-            await waiter.wait()
-        else:
-            await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=True))
+        self.worker.watch(lane, event, record, waiter)
+        try:
+            if timeout is None:
+                await waiter.wait()
+            else:
+                await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=True))
+        except AclasyncError:
+            if not self._never_recorded(lane, record):
+                raise
         self.report(lane)
+
+    def _never_recorded(self, lane: Lane, record: EventRecord) -> bool:
+        """Whether a wait on an event whose record failed should raise the stream's
+        failure (still unreported) rather than its own "never recorded" error."""
+        return record.failure is not None and bool(lane.errors)
 
     async def synchronize(self, timeout: float | None) -> None:
         """Wait for every stream of the device; report the device's oldest failure."""
@@ -310,23 +320,62 @@ class DeviceState:
                 raise
         report(errors, propagating)
 
-    async def record(self, lane: Lane, timing: bool) -> tuple[int, int]:
-        """Record an event on *lane*: ``(handle, seq)``; cancellation-safe."""
+    async def record(self, lane: Lane, timing: bool) -> tuple[int, EventRecord]:
+        """Record an event on *lane*: its handle and record; cancellation-safe."""
         make = functools.partial(self.worker.record, lane, timing)
 
-        async def give_back(made: tuple[int, int]) -> None:
+        async def give_back(made: tuple[int, EventRecord]) -> None:
             self.forget_event(lane, *made)
             await anyio.lowlevel.checkpoint()
 
-        handle, seq = await self.create(make, give_back)
+        handle, record = await self.create(make, give_back)
         if lane.errors:  # reported instead of returning the event: give it back
-            self.forget_event(lane, handle, seq)
+            self.forget_event(lane, handle, record)
             self.report(lane)
-        return handle, seq
+        return handle, record
 
-    def forget_event(self, lane: Lane, handle: int, seq: int) -> None:
+    def record_nowait(self, lane: Lane, timing: bool) -> tuple[int, EventRecord]:
+        """Queue the record of an event kept ready: its handle and record; never blocks.
+
+        Raises ``anyio.WouldBlock`` when none is ready (more are being made).
+        """
+        self.check_open()
+        event = self.worker.take_ready_event(timing)
+        if event is None:
+            raise anyio.WouldBlock
+        record = EventRecord()
+        lane.submitted += 1
+        self.worker.record_ready(lane, event, timing, record)
+        return event, record
+
+    def forget_event(self, lane: Lane, handle: int, record: EventRecord) -> None:
         """Give an event back (its pending waits fail); never blocks."""
-        self.post(functools.partial(self.worker.forget_event, lane, handle, seq))
+        self.post(functools.partial(self.worker.forget_event, lane, handle, record))
+
+    async def query_event(self, lane: Lane, handle: int, record: EventRecord) -> bool:
+        """Whether a recorded event has completed; then report the stream's oldest failure.
+
+        Raises, instead, if the event's record failed (it would read NOT_READY for
+        ever): the stream's failure if still unreported, else a fresh ``AclError``.
+        """
+        worker, query = self.worker, self.acl.rt.query_event_status
+
+        def ask() -> tuple[int, int]:
+            if record.failure is not None:
+                raise worker.record_failed(lane, record)
+            status, ret = query(handle)
+            return int(status), int(ret)
+
+        status = 0
+        try:
+            status, ret = await self.roundtrip(ask)
+        except AclasyncError:
+            if not self._never_recorded(lane, record):
+                raise
+        else:
+            raise_for_status(ret, "acl.rt.query_event_status", device=self.device_id)
+        self.report(lane)
+        return status == _EVENT_COMPLETE
 
     async def alloc(self, nbytes: int, *, host: bool) -> int:
         """Allocate memory (cancellation-safe); the worker owns it until ``free``."""

@@ -13,31 +13,39 @@ from ._waits import check_timeout
 
 if TYPE_CHECKING:
     from ._device_state import DeviceState
-    from ._lanes import Lane
+    from ._lanes import EventRecord, Lane
     from ._stream import Stream
 
 __all__ = ["Event"]
-
-_RECORDED_COMPLETE = 1  # query_event_status: NOT_READY=0, COMPLETE=1
 
 
 class Event(AsyncResource):
     """An event recorded on a stream by ``Stream.record_event()``.
 
-    An ``Event`` exists only for a record that succeeded. Its awaits are awaits on
+    ``record_event()`` returns an ``Event`` only for a record that succeeded.
+    ``record_event_nowait()`` returns one before the record ran: if that record fails
+    (the stream reports the failure like a failed launch), the event was never
+    recorded, and its ``synchronize``, ``query`` and ``elapsed_time`` raise the
+    record's ``AclError`` at once instead of waiting for ever. Its awaits are awaits on
     its stream: after their own result they raise the stream's oldest unreported
     failure, if any (see ``Stream``). Once closed it cannot be waited on, and waits
     still pending on it raise ``anyio.ClosedResourceError``.
     """
 
     def __init__(
-        self, stream: Stream, state: DeviceState, lane: Lane, handle: int, seq: int, timing: bool
+        self,
+        stream: Stream,
+        state: DeviceState,
+        lane: Lane,
+        handle: int,
+        record: EventRecord,
+        timing: bool,
     ) -> None:
         self._stream = stream
         self._state = state
         self._lane = lane
         self._handle = handle
-        self._seq = seq
+        self._record = record
         self._timing = timing
         self._closed = False
 
@@ -75,7 +83,7 @@ class Event(AsyncResource):
         timeout = check_timeout(timeout)
         self._check_open()
         await self._state.watch(
-            self._lane, self._handle, self._seq, timeout, "aclasync.Event.synchronize"
+            self._lane, self._handle, self._record, timeout, "aclasync.Event.synchronize"
         )
 
     async def query(self) -> bool:
@@ -85,12 +93,7 @@ class Event(AsyncResource):
         still runs, in order, on the worker).
         """
         self._check_open()
-        rt = self._state.acl.rt
-        handle = self._handle
-        status, ret = await self._state.roundtrip(lambda: rt.query_event_status(handle))
-        raise_for_status(ret, "acl.rt.query_event_status", device=self._state.device_id)
-        self._state.report(self._lane)
-        return bool(status == _RECORDED_COMPLETE)
+        return await self._state.query_event(self._lane, self._handle, self._record)
 
     async def elapsed_time(self, end: Event) -> float:
         """Milliseconds between this event and *end*, once both have completed.
@@ -122,7 +125,7 @@ class Event(AsyncResource):
         """
         if not self._closed:
             self._closed = True
-            self._state.forget_event(self._lane, self._handle, self._seq)
+            self._state.forget_event(self._lane, self._handle, self._record)
         await anyio.lowlevel.checkpoint()
 
     def _check_open(self) -> None:

@@ -7,6 +7,7 @@ the one owner of every handle the device made, and the one place that releases t
 from __future__ import annotations
 
 import functools
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,9 @@ class Handles:
         self.lanes: dict[int, Lane] = {0: default_lane}
         #: Events that fence syncs record, reused.
         self.fence_pool: list[int] = []
-        self._event_pool: dict[bool, list[int]] = {False: [], True: []}
+        #: Created, unrecorded events by timing flag: the pool of ``record``, which the
+        #: event loop also takes from for ``Stream.record_event_nowait``.
+        self.ready: dict[bool, deque[int]] = {False: deque(), True: deque()}
         self._events: dict[int, bool] = {}  # recorded events the user holds: timing
         #: Address: the pyACL call that frees it, and that call's name for errors.
         self._memory: dict[int, tuple[Callable[[int], int], str]] = {}
@@ -60,10 +63,10 @@ class Handles:
 
         A failed record puts the event back in the pool: it is never handed out.
         """
-        pool = self._event_pool[timing]
-        if pool:
+        pool = self.ready[timing]
+        try:
             event = pool.pop()
-        else:
+        except IndexError:  # (the event loop may take the last one meanwhile)
             event, ret = self._rt.create_event()
             self.check(ret, "acl.rt.create_event", lane)
         ret = self._rt.record_event(event, lane.handle)
@@ -73,12 +76,26 @@ class Handles:
         self._events[event] = timing
         return int(event)
 
+    def hand_out(self, event: int, timing: bool) -> None:
+        """Count *event*, taken from ``ready`` by the event loop, as held by the user."""
+        self._events[event] = timing
+
+    def refill(self, timing: bool, count: int) -> None:
+        """Create events until ``ready[timing]`` holds *count* (stops at a failure:
+        ``record`` then makes its own, and says why if it cannot)."""
+        pool = self.ready[timing]
+        while len(pool) < count:
+            event, ret = self._rt.create_event()
+            if ret:
+                return
+            pool.appendleft(int(event))
+
     def give_back_event(self, event: int) -> bool:
         """Return a recorded event to its pool; False if it was not handed out."""
         timing = self._events.pop(event, None)
         if timing is None:
             return False
-        self._event_pool[timing].append(event)
+        self.ready[timing].append(event)
         return True
 
     def alloc(self, nbytes: int, *, host: bool) -> int:
@@ -159,9 +176,10 @@ class Handles:
             lane.closed = True
 
     def _all_events(self) -> list[int]:
-        events = [e for pool in self._event_pool.values() for e in pool]
+        events = [e for pool in self.ready.values() for e in pool]
         events += [*self._events, *self.fence_pool]
-        self._event_pool = {False: [], True: []}
+        for pool in self.ready.values():
+            pool.clear()
         self._events.clear()
         self.fence_pool.clear()
         return events

@@ -7,10 +7,26 @@ from collections import deque
 
 from ._loop import Waiter
 
-__all__ = ["Lane", "Watch"]
+__all__ = ["EventRecord", "Lane", "Watch"]
 
 #: A watch purges abandoned waiters once it holds this many (then twice the survivors).
 _PURGE_FLOOR = 16
+
+
+class EventRecord:
+    """One record of an event on a stream, as the worker saw it.
+
+    ``seq`` numbers the record among the stream's points; it is 0 until the worker has
+    run the record, which it always does before any later job that names the record
+    (jobs run in order). ``failure`` is the record's failure (the stream reports it);
+    an event whose record failed was never recorded and is never watched.
+    """
+
+    __slots__ = ("failure", "seq")
+
+    def __init__(self, seq: int = 0) -> None:
+        self.seq = seq
+        self.failure: BaseException | None = None
 
 
 class Watch:

@@ -141,6 +141,26 @@ class Stream(AsyncResource):
             "acl.rt.stream_wait_event",
         )
 
+    def record_event_nowait(self, *, timing: bool = False) -> Event:
+        """Record a new event after the work queued so far, without waiting for the worker.
+
+        Synchronous and non-blocking, like ``launch``: takes one of the events the
+        device keeps ready and queues ``acl.rt.record_event``, so a pipeline that
+        orders its streams by events pays no round trip per event. What it gives up
+        is the answer: a failed record is reported like a failed launch (by the next
+        await on this stream), and the event it returned was never recorded, so
+        waiting on it or querying it raises at once (the stream's failure if still
+        unreported, else a fresh ``AclError``) instead of waiting for ever.
+
+        Raises ``anyio.WouldBlock`` when no event is ready, as at the device's first
+        use: the device then makes more in the background; ``await record_event()``
+        meanwhile. ``anyio.ClosedResourceError`` once the stream or device is closed.
+        """
+        timing = check_bool(timing, "timing")
+        self._check_open()
+        handle, record = self._state.record_nowait(self._lane, timing)
+        return Event._create(self, self._state, self._lane, handle, record, timing)
+
     # -- awaiting --------------------------------------------------------------------
 
     async def synchronize(self, timeout: float | None = None) -> None:
@@ -173,8 +193,8 @@ class Stream(AsyncResource):
         """
         timing = check_bool(timing, "timing")
         self._check_open()
-        handle, seq = await self._state.record(self._lane, timing)
-        return Event._create(self, self._state, self._lane, handle, seq, timing)
+        handle, record = await self._state.record(self._lane, timing)
+        return Event._create(self, self._state, self._lane, handle, record, timing)
 
     async def query(self) -> bool:
         """Return True when all work queued on the stream has finished (non-blocking).

@@ -41,9 +41,9 @@ from typing import Any
 import anyio
 import outcome
 
-from ._errors import AclError, DeviceBrokenError
+from ._errors import AclasyncError, AclError, DeviceBrokenError
 from ._handles import Handles
-from ._lanes import Lane, Watch
+from ._lanes import EventRecord, Lane, Watch
 from ._loop import DONE, EXPIRED, Delivery, Waiter
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
@@ -51,10 +51,15 @@ from ._waiting_thread import Loan, Ready, WaitingThread, is_timeout
 
 __all__ = ["DeviceWorker", "WorkerOptions"]
 
-_LAUNCH, _CALL, _FENCE, _WATCH, _STOP = range(5)
+_LAUNCH, _CALL, _FENCE, _WATCH, _STOP, _RECORD, _REFILL = range(7)
 _EVENT_COMPLETE = 1  # query_event_status: 0 = NOT_READY, 1 = COMPLETE
 _STREAM_COMPLETE = 0  # stream_query: 0 = COMPLETE, 1 = NOT_READY
 _STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
+_RECORD_API = "acl.rt.record_event"
+
+
+#: ``take_ready_event`` asks for a refill below READY_LOW events; one fills up to READY_HIGH.
+READY_LOW, READY_HIGH = 8, 32
 
 
 def _done() -> outcome.Value[None]:
@@ -95,6 +100,9 @@ class DeviceWorker:
         self._current: tuple[Any, ...] = ()
         self._error_seq = itertools.count()
         self._waiting: dict[int, Lane] = {}
+        #: A refill of ``handles.ready`` is queued, by timing flag (set by the loop,
+        #: cleared by the worker as it starts the refill).
+        self._refilling = {False: False, True: False}
         self._ready: dict[Delivery, list[Waiter]] = {}
         #: Streams found busy by ``_fence`` in this round (no need to ask again).
         self._asked: set[Lane] = set()
@@ -153,9 +161,31 @@ class DeviceWorker:
         """*waiter* gets ``Value(None)`` once all work queued on the stream so far is done."""
         self._submit((_FENCE, lane, waiter))
 
-    def watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
-        """*waiter* gets ``Value(None)`` once *event* (record number *seq*) completes."""
-        self._submit((_WATCH, lane, event, seq, waiter))
+    def watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
+        """*waiter* gets ``Value(None)`` once *event* (its *record*) completes."""
+        self._submit((_WATCH, lane, event, record, waiter))
+
+    def take_ready_event(self, timing: bool) -> int | None:
+        """An event kept ready for a record that does not wait, or None (from the loop).
+
+        Asks for more in the background when few are left.
+        """
+        ready = self.handles.ready[timing]
+        try:
+            event: int | None = ready.pop()
+        except IndexError:
+            event = None
+        if len(ready) < READY_LOW and not self._refilling[timing]:
+            self._refilling[timing] = True
+            self._submit((_REFILL, timing))
+        return event
+
+    def record_ready(self, lane: Lane, event: int, timing: bool, record: EventRecord) -> None:
+        """Queue the record of *event* (from ``take_ready_event``) on *lane*.
+
+        A failure goes to ``lane.errors`` and to ``record.failure``.
+        """
+        self._submit((_RECORD, lane, event, timing, record))
 
     def stop(self, waiter: Waiter) -> None:
         """Release everything, reset the device and end the thread.
@@ -250,6 +280,11 @@ class DeviceWorker:
                 else:
                     with self.lock:
                         self._fence(lane, job[2])
+            elif op == _RECORD:
+                self._record_ready(job[1], job[2], job[3], job[4])
+            elif op == _REFILL:
+                self._refilling[job[1]] = False
+                self.handles.refill(job[1], READY_HIGH)
             elif op == _WATCH:
                 with self.lock:
                     self._watch(job[1], job[2], job[3], job[4])
@@ -261,7 +296,8 @@ class DeviceWorker:
 
     def _launch(
         self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None
-    ) -> None:
+    ) -> BaseException | None:
+        """Run ``fn(*args, stream)``; its failure goes to the stream and is returned."""
         if lane.open_fence is not None:
             self._close_fence(lane)
         lane.launches += 1
@@ -269,15 +305,18 @@ class DeviceWorker:
             result = fn(*args, lane.handle)
         except Exception as exc:
             self._fail(lane, exc)
-            return
+            return exc
         ret = result[-1] if isinstance(result, tuple) else result
+        if not ret:
+            return None
+        error = self._error(ret, api or self.api_name(fn), lane)
         if ret == _STREAM_ABORT:
             # A stopped stream refuses every later call: one report says so.
             if lane.aborted:
-                return
+                return error
             lane.aborted = True
-        if ret:
-            self._fail(lane, self._error(ret, api or self.api_name(fn), lane))
+        self._fail(lane, error)
+        return error
 
     def _call(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
         self._calls += 1
@@ -364,8 +403,12 @@ class DeviceWorker:
                 if error is not None:
                     self._fail(lane, error)
 
-    def _watch(self, lane: Lane, event: int, seq: int, waiter: Waiter) -> None:
+    def _watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
         waiter.seen = True
+        if record.failure is not None:  # never recorded: nothing will ever complete
+            self._resolve(waiter, outcome.Error(self.record_failed(lane, record)))
+            return
+        seq = record.seq
         watches = lane.watches
         index = lane.find(seq)
         if index < len(watches) and watches[index].seq == seq:
@@ -669,8 +712,8 @@ class DeviceWorker:
         if not reported:
             self._orphan(lane)
 
-    def record(self, lane: Lane, timing: bool) -> tuple[int, int]:
-        """Record an event on *lane*: ``(handle, seq)``.
+    def record(self, lane: Lane, timing: bool) -> tuple[int, EventRecord]:
+        """Record an event on *lane*: its handle and its record.
 
         A failed record raises its ``AclError`` and hands out no event: nothing ever
         watches an event whose record failed.
@@ -679,16 +722,33 @@ class DeviceWorker:
             self._close_fence(lane)
         event = self.handles.record(lane, timing)
         lane.launches += 1
-        return event, lane.next_seq()
+        return event, EventRecord(lane.next_seq())
 
-    def forget_event(self, lane: Lane, event: int, seq: int) -> None:
+    def _record_ready(self, lane: Lane, event: int, timing: bool, record: EventRecord) -> None:
+        self.handles.hand_out(event, timing)  # from here on, the user's to give back
+        record.seq = lane.next_seq()
+        record.failure = self._launch(lane, self._rt.record_event, (event,), _RECORD_API)
+
+    def record_failed(self, lane: Lane, record: EventRecord) -> AclasyncError:
+        """A fresh exception for a wait on an event whose record failed."""
+        failure = record.failure
+        if isinstance(failure, AclError):
+            error: AclasyncError = self._error(failure.code, failure.api, lane)
+        else:
+            error = AclasyncError(f"acl.rt.record_event raised {failure!r}")
+            error.__cause__ = failure
+        error.add_note("the event's record failed: it was never recorded and cannot be waited on")
+        return error
+
+    def forget_event(self, lane: Lane, event: int, record: EventRecord) -> None:
         """Take back a closed event: fail its pending waits, return it to the pool."""
         with self.lock:
-            self._forget_event(lane, event, seq)
+            self._forget_event(lane, event, record)
 
-    def _forget_event(self, lane: Lane, event: int, seq: int) -> None:
+    def _forget_event(self, lane: Lane, event: int, record: EventRecord) -> None:
         if not self.handles.give_back_event(event):
             return
+        seq = record.seq
         index = lane.find(seq)
         watches = lane.watches
         if index < len(watches) and watches[index].seq == seq and not watches[index].fence:
@@ -811,6 +871,8 @@ class DeviceWorker:
             self._inbox.clear()
             for job in jobs:
                 waiters.extend(item for item in job if isinstance(item, Waiter))
+                if job and job[0] == _RECORD:  # taken from the pool, never recorded
+                    self.handles.hand_out(job[2], job[3])
             for waiter in dict.fromkeys(waiters):  # each once, in order
                 if waiter.result is None and not waiter.abandoned:
                     self._resolve(waiter, outcome.Error(self.broken_error()))

@@ -2,11 +2,12 @@
 
 Each item goes host→device copy → kernel → device→host copy. Per device, one
 *transfer* stream carries both copies and one *compute* stream runs the kernels;
-events order the stages across the two streams. Two buffer slots per device let the
-upload of item k+1 and the download of item k overlap the kernel of item k. The
-kernel's body does real numpy work (``tanh(x @ W)``) on simulated device memory and
-lasts a modelled ``kernel_us``; every result is checked against the same computation
-done on the host.
+events order the stages across the two streams (recorded with
+``record_event_nowait``, so ordering costs no worker round trip). Two buffer slots
+per device let the upload of item k+1 and the download of item k overlap the kernel
+of item k. The kernel's body does real numpy work (``tanh(x @ W)``) on simulated
+device memory and lasts a modelled ``kernel_us``; every result is checked against the
+same computation done on the host.
 
 With ``model=True`` the compute step is a simulated offline model instead: the run
 registers one (``acl.sim.register_model``) in a temporary directory, whose body is the
@@ -277,11 +278,11 @@ class _DevicePipeline:
         from ..sim import Kernel
 
         transfer.memcpy(slot.dev_in, slot.host_in)
-        uploaded = await transfer.record_event()
+        uploaded = await _record(transfer)
         compute_stream.wait_event(uploaded)
         if self._model is not None:
             self._model.launch(compute_stream, [slot.dev_in], [slot.dev_out])
-            computed = await compute_stream.record_event()
+            computed = await _record(compute_stream)
             slot.events = (uploaded, computed)
             return
         w = self.w
@@ -295,7 +296,7 @@ class _DevicePipeline:
             compute(x, w, out)
 
         compute_stream.launch(acl.sim.launch_kernel, Kernel(duration_us=self.kernel_us, fn=body))
-        computed = await compute_stream.record_event()
+        computed = await _record(compute_stream)
         slot.events = (uploaded, computed)
 
     async def _finish(self, slot: _Slot) -> None:
@@ -315,9 +316,18 @@ class _DevicePipeline:
             self.progress(state)
 
 
+async def _record(stream: Stream) -> Event:
+    """An event after the work queued so far on *stream*; no worker round trip when the
+    device has one ready (``record_event_nowait``), as it has after the first few."""
+    try:
+        return stream.record_event_nowait()
+    except anyio.WouldBlock:
+        return await stream.record_event()
+
+
 async def _download(transfer: Stream, slot: _Slot) -> _Slot:
     transfer.wait_event(slot.events[-1])
     transfer.memcpy(slot.host_out, slot.dev_out)
-    downloaded = await transfer.record_event()
+    downloaded = await _record(transfer)
     slot.events = (*slot.events, downloaded)
     return slot
