@@ -244,6 +244,23 @@ class FrontEnd(RuleBasedStateMachine):
             self._completed([s], self.portal.call(attempt, events[0].synchronize))
             self.portal.call(events[0].aclose)
 
+    @rule(s=st.integers(0, STREAMS - 1))
+    def record_nowait_and_wait(self, s: int) -> None:
+        """A nowait record queues like a launch and reports nothing itself; waiting on
+        its event is an await on the stream. (No stream here is stopped, so the
+        record itself never fails.)"""
+
+        async def record() -> Any:
+            try:
+                return self.streams[s].record_event_nowait()
+            except anyio.WouldBlock:  # none ready yet: the device makes more
+                return None
+
+        event = self.portal.call(record)
+        if event is not None:
+            self._completed([s], self.portal.call(attempt, event.synchronize))
+            self.portal.call(event.aclose)
+
     @rule()
     def device_synchronize(self) -> None:
         raised = self.portal.call(attempt, self.dev.synchronize)
