@@ -1,0 +1,79 @@
+"""benchmarks/combine.py: medians of sync-modes' ``over`` across runs, and its bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aclasync._cli._bench._combine import combine, format_markdown, load_runs
+from aclasync._cli._bench._sync_modes import LENGTHS_US, MODES
+
+SCRIPT = Path(__file__).parent.parent / "benchmarks" / "combine.py"
+
+
+def _run_file(tmp_path: Path, name: str, over: float, *, loops: tuple[str, ...]) -> Path:
+    """A minimal ``aclasync bench --json`` file whose sync-modes cells all read *over*,
+    except FAST_SYNC at 0 us, which reads ``over + 30``; raw rows carry no ``over``."""
+    rows: list[dict[str, Any]] = [
+        {"level": "raw", "mode": mode, "kernel_us": length, "over_us": None}
+        for mode in MODES
+        for length in LENGTHS_US
+    ]
+    for loop in loops:
+        for mode in MODES:
+            for length in LENGTHS_US:
+                value = over + 30 if (mode, length) == ("FAST_SYNC", 0) else over
+                rows.append({"level": loop, "mode": mode, "kernel_us": length, "over_us": value})
+    path = tmp_path / name
+    path.write_text(json.dumps({"benchmarks": {"sync-modes": {"rows": rows}}}))
+    return path
+
+
+def test_medians_are_taken_per_cell_across_runs(tmp_path: Path) -> None:
+    paths = [
+        _run_file(tmp_path, f"r{i}.json", over, loops=("asyncio", "trio"))
+        for i, over in enumerate((-10.0, 5.0, 100.0))
+    ]
+    combined = combine(load_runs(paths))
+    assert combined.runs == 3
+    assert combined.loops() == ["asyncio", "trio"]
+    assert combined.median("trio", "default", 1_000) == 5.0  # not the mean (31.7)
+    assert combined.cells[("asyncio", "default", 0)] == [-10.0, 5.0, 100.0]
+    assert combined.worst("asyncio", "FAST_SYNC") == 35.0
+    text = format_markdown(combined)
+    assert "| asyncio | 0 µs | +5.0 (-10 / +5 / +100) |" in text
+    assert "FAST_SYNC +35.0 [MISS]" in text
+    assert "default +5.0 [ok]" in text
+
+
+def test_runs_that_do_not_match_are_refused(tmp_path: Path) -> None:
+    one = _run_file(tmp_path, "a.json", 0.0, loops=("asyncio",))
+    two = _run_file(tmp_path, "b.json", 0.0, loops=("asyncio", "trio"))
+    with pytest.raises(ValueError, match="same loops"):
+        combine(load_runs([one, two]))
+    with pytest.raises(ValueError, match="no runs"):
+        combine([])
+
+
+def test_the_script_says_what_is_wrong_with_a_file(tmp_path: Path) -> None:
+    other = tmp_path / "serve.json"
+    other.write_text(json.dumps({"benchmarks": {"serve": {"rows": []}}}))
+    garbage = tmp_path / "chart.png"
+    garbage.write_bytes(b"\x89PNG\r\n")
+    for path, message in ((other, "no sync-modes result"), (garbage, "cannot read it as JSON")):
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 2
+        assert message in done.stderr
+        assert str(path) in done.stderr
+    good = _run_file(tmp_path, "good.json", 1.0, loops=("uvloop",))
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(good)], capture_output=True, text=True, check=True
+    )
+    assert "| uvloop | 10,000 µs |" in done.stdout
