@@ -13,6 +13,7 @@ import pytest
 from frontend_support import aclasync_threads, live_objects
 
 import aclasync
+from aclasync import StreamFlag
 from aclasync.sim import Kernel
 
 if sys.version_info < (3, 11):
@@ -40,7 +41,11 @@ async def _one_operation(dev: Any, streams: list[Any], rng: random.Random) -> No
         await host.aclose()
     elif choice == 3:
         s.launch(kernel, Kernel(duration_us=rng.uniform(0, 500)))
-        ev = await s.record_event(timing=rng.random() < 0.5)
+        timing = rng.random() < 0.5
+        try:
+            ev = s.record_event_nowait(timing=timing)  # the demo's way, when one is ready
+        except anyio.WouldBlock:
+            ev = await s.record_event(timing=timing)
         try:
             await ev.synchronize(timeout=rng.choice([None, 0, 0.001]))
         finally:
@@ -68,8 +73,8 @@ async def test_a_cancellation_storm_leaves_nothing_behind(rt: Any) -> None:
         try:
             async with aclasync.open_device(device_id, backend=rt) as dev:
                 streams = [dev.default_stream]
-                for _ in range(3):
-                    streams.append(await dev.create_stream())
+                for flags in (0, 0, StreamFlag.FAST_SYNC):  # lone FAST_SYNC waits: the worker's
+                    streams.append(await dev.create_stream(flags=flags))
 
                 async def operation(seed: int) -> None:
                     local = random.Random(seed)
