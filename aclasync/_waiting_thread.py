@@ -10,7 +10,7 @@ GIL released. When the wait returns, the worker's bookkeeping resolves the waite
 from this thread, under the worker's lock, and hands them straight to their event
 loops: a completion costs one thread-to-loop wake-up, as in a program that blocks in
 the same call on its own thread, and a quiet wait costs no CPU. (The one wait the
-worker takes itself, in 1 ms slices, is a FAST_SYNC stream's sync when nothing else is
+worker takes itself, in ``wait_slice_ms`` slices, is a FAST_SYNC stream's sync when nothing else is
 waited for or queued: see ``_worker_waits.Watching._inline_loan``.)
 
 The worker decides what is lent and what a return means (``pick`` and ``done``, both
