@@ -44,12 +44,12 @@ from ._lanes import EventRecord, Lane
 from ._loop import Waiter, current_delivery
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
+from ._pyacl.constants import EventRecordedStatus
 from ._worker import DeviceWorker
 
 __all__ = ["DeviceState"]
 
 _T = TypeVar("_T")
-_EVENT_COMPLETE = 1  # query_event_status: NOT_READY=0, COMPLETE=1
 
 
 class DeviceState:
@@ -375,7 +375,7 @@ class DeviceState:
         else:
             raise_for_status(ret, "acl.rt.query_event_status", device=self.device_id)
         self.report(lane)
-        return status == _EVENT_COMPLETE
+        return status == EventRecordedStatus.COMPLETE
 
     async def alloc(self, nbytes: int, *, host: bool) -> int:
         """Allocate memory (cancellation-safe); the worker owns it until ``free``."""

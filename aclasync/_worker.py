@@ -45,16 +45,12 @@ from ._handles import Handles
 from ._lanes import EventRecord, Lane
 from ._loop import Delivery, Waiter
 from ._options import WorkerOptions
-from ._pyacl.codes import ErrorCode
 from ._waiting_thread import Loan, WaitingThread
-from ._worker_waits import Watching, closed_outcome, post
+from ._worker_waits import STREAM_ABORT, Watching, closed_outcome, post
 
 __all__ = ["DeviceWorker", "WorkerOptions"]
 
 _LAUNCH, _CALL, _FENCE, _WATCH, _STOP, _RECORD, _REFILL = range(7)
-_EVENT_COMPLETE = 1  # query_event_status: 0 = NOT_READY, 1 = COMPLETE
-_STREAM_COMPLETE = 0  # stream_query: 0 = COMPLETE, 1 = NOT_READY
-_STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 _RECORD_API = "acl.rt.record_event"
 
 
@@ -302,7 +298,7 @@ class DeviceWorker(Watching):
         if not ret:
             return None
         error = self._error(ret, api or self.api_name(fn), lane)
-        if ret == _STREAM_ABORT:
+        if ret == STREAM_ABORT:
             # A stopped stream refuses every later call: one report says so.
             if lane.aborted:
                 return error

@@ -27,13 +27,14 @@ from ._lanes import EventRecord, Lane, Watch
 from ._loop import DONE, EXPIRED, Delivery, Waiter
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
+from ._pyacl.constants import EventRecordedStatus, StreamStatus
 from ._waiting_thread import Loan, Ready, WaitingThread, is_timeout
 
-__all__ = ["Watching", "closed_outcome", "done_outcome", "post"]
+__all__ = ["STREAM_ABORT", "Watching", "closed_outcome", "done_outcome", "post"]
 
-_EVENT_COMPLETE = 1  # query_event_status: 0 = NOT_READY, 1 = COMPLETE
-_STREAM_COMPLETE = 0  # stream_query: 0 = COMPLETE, 1 = NOT_READY
-_STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
+_EVENT_COMPLETE = int(EventRecordedStatus.COMPLETE)  # query_event_status
+_STREAM_COMPLETE = int(StreamStatus.COMPLETE)  # stream_query
+STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 
 
 def done_outcome() -> outcome.Value[None]:
@@ -426,7 +427,7 @@ class Watching:
             lane.collected = launches
 
     def _take_sync_status(self, lane: Lane, ret: int) -> None:
-        if ret == _STREAM_ABORT:
+        if ret == STREAM_ABORT:
             # A stopped stream: the failure that stopped it was reported by the first
             # sync after it; later syncs only repeat that it stopped.
             lane.aborted = True
