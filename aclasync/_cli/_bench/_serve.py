@@ -1,11 +1,11 @@
 """``serve``: one HTTP app served two ways, aclasync vs the naive ``to_thread`` hop.
 
 Each way runs as its own uvicorn (asyncio) server process (``_serve_app``); this
-process drives it with ``httpx`` at concurrency 1, 16, 64 and 256 and reports
-requests/s, p50/p99 latency, ``/health`` p99 (timed from a thread of its own while the
-load runs) and the most threads the server had alive. The naive way wraps a blocking
-``acl.rt.synchronize_stream`` in ``anyio.to_thread.run_sync`` with anyio's default
-limiter of 40 threads.
+process drives it with a minimal HTTP client (``_http``) at concurrency 1, 16, 64 and
+256 and reports requests/s, p50/p99 latency, ``/health`` p99 (timed from a thread of
+its own while the load runs) and the most threads the server had alive. The naive way
+wraps a blocking ``acl.rt.synchronize_stream`` in ``anyio.to_thread.run_sync`` with
+anyio's default limiter of 40 threads.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import anyio
 import anyio.abc
 
 from ._common import BenchConfig, Skip, check, column
+from ._http import connect
 from ._stats import percentile, ratio
 
 __all__ = ["run"]
@@ -235,11 +236,10 @@ def _load(url: str, concurrency: int, count: int) -> _Sample:
         # figures are those of the service under load, not of its accept loop taking
         # a burst of new connections.
         remaining = list(range(count))
-        host, port = url.removeprefix("http://").rsplit(":", 1)
         go = anyio.Event()
 
         async def worker(*, task_status: anyio.abc.TaskStatus[None]) -> None:
-            async with _Connection(await anyio.connect_tcp(host, int(port))) as http:
+            async with await connect(url) as http:
                 task_status.started()
                 await go.wait()
                 while remaining:
@@ -294,46 +294,6 @@ def _pool(samples: list[_Sample]) -> dict[str, Any]:
         "p99_ms": percentile(latencies, 99) * 1e3,
         "health_p99_ms": percentile(health, 99) * 1e3 if health else None,
     }
-
-
-class _Connection:
-    """A minimal HTTP/1.1 keep-alive client connection for the load.
-
-    httpx spends milliseconds of client CPU per request with dozens of connections in
-    flight, which on a two-CPU machine would make the benchmark measure the client.
-    This sends a fixed-form POST and reads a ``Content-Length`` response, nothing more.
-    """
-
-    def __init__(self, stream: anyio.abc.SocketStream) -> None:
-        self._stream = stream
-        self._buffer = b""
-
-    async def __aenter__(self) -> _Connection:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self._stream.aclose()
-
-    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        head = (
-            f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        )
-        await self._stream.send(head.encode() + body)
-        while b"\r\n\r\n" not in self._buffer:
-            self._buffer += await self._stream.receive()
-        header, _, rest = self._buffer.partition(b"\r\n\r\n")
-        lines = header.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ", 2)[1])
-        length = 0
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        while len(rest) < length:
-            rest += await self._stream.receive()
-        self._buffer = rest[length:]
-        return status, rest[:length]
 
 
 def _threads(url: str) -> int:
