@@ -89,28 +89,37 @@ class Watching:
         if lane.idle_at == (lane.launches, self._calls):
             self._resolve(waiter, done_outcome())  # idle since the last look: nothing to ask
             return
-        rt = self._rt
-        status, ret = rt.stream_query(lane.handle)
-        if ret:
-            self._resolve(waiter, outcome.Error(self._error(ret, "acl.rt.stream_query", lane)))
-        elif status == _STREAM_COMPLETE:
-            if lane.collected != lane.launches:  # else nothing ran since the last look
-                self._collect(lane)
-            lane.idle_at = (lane.launches, self._calls)
-            self._resolve(waiter, done_outcome())
-        elif waiter.expired:
-            self._resolve(waiter, EXPIRED)
+        # A FAST_SYNC stream the worker may wait for itself is not asked first: its
+        # sync answers an idle stream at once too, and the query would only put one
+        # more runtime call between the launch and the wait (a timeout=0 poll, which
+        # must not wait, still asks). If the wait goes elsewhere, _sweep asks.
+        ask = waiter.expired or not self._may_wait_inline(lane)
+        if ask:
+            status, ret = self._rt.stream_query(lane.handle)
+            if ret:
+                failed = self._error(ret, "acl.rt.stream_query", lane)
+                self._resolve(waiter, outcome.Error(failed))
+                return
+            if status == _STREAM_COMPLETE:
+                if lane.collected != lane.launches:  # else nothing ran since the last look
+                    self._collect(lane)
+                lane.idle_at = (lane.launches, self._calls)
+                self._resolve(waiter, done_outcome())
+                return
+            if waiter.expired:
+                self._resolve(waiter, EXPIRED)
+                return
+        fence = Watch(0, lane.next_seq(), fence=True, launches=lane.launches)
+        if self._context is None:  # no waiting thread: the worker watches an event
+            error = self._mark_fence(lane, fence)
+            if error is not None:
+                self._resolve(waiter, outcome.Error(error))
+                return
         else:
-            fence = Watch(0, lane.next_seq(), fence=True, launches=lane.launches)
-            if self._context is None:  # no waiting thread: the worker watches an event
-                error = self._mark_fence(lane, fence)
-                if error is not None:
-                    self._resolve(waiter, outcome.Error(error))
-                    return
-            else:
-                lane.open_fence = fence
-            watches.append(fence)
-            self._park(lane, fence, waiter)
+            lane.open_fence = fence
+        watches.append(fence)
+        self._park(lane, fence, waiter)
+        if ask:
             self._asked.add(lane)
 
     def _answer_idle(self, lane: Lane, waiter: Waiter) -> None:
@@ -247,18 +256,26 @@ class Watching:
         where waking the waiting thread would put a thread wake-up (tens of us)
         between a short kernel's end and its waiter.
         """
-        if self._context is None or not self.options.inline_fast_sync:
-            return None
         if self._inbox or len(self._waiting) != 1:
             return None
         lane = next(iter(self._waiting.values()))
-        if not lane.fast_sync or lane.lent or lane.unlendable or lane.held:
+        if not self._may_wait_inline(lane) or lane.lent:
             return None
         head = lane.watches[0]
         if not head.fence or head.event:
             return None
         lane.lent = lane.lent_stream = True
         return Loan(lane, head, by_stream=True)
+
+    def _may_wait_inline(self, lane: Lane) -> bool:
+        """Whether the worker may wait for *lane*'s tail itself (see ``_inline_loan``)."""
+        return (
+            lane.fast_sync
+            and self.options.inline_fast_sync
+            and self._context is not None
+            and not lane.unlendable
+            and not lane.held
+        )
 
     def _wait_inline(self, loan: Loan) -> None:
         """Wait in the stream's sync (GIL released), ``wait_slice_ms`` at a time.

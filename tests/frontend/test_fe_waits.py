@@ -335,3 +335,36 @@ async def test_a_lone_fast_sync_wait_never_holds_up_later_jobs(rt: Any, inline: 
                 assert (worker in waits) is inline
                 if inline:
                     assert waits[worker] == {2}  # one slice at a time
+
+
+@pytest.mark.parametrize(
+    "flags", [StreamFlag.DEFAULT, StreamFlag.FAST_SYNC], ids=["default", "fast_sync"]
+)
+async def test_a_lone_fast_sync_wait_starts_without_asking_first(rt: Any, flags: int) -> None:
+    """The worker's own FAST_SYNC wait answers an idle stream too, so it is not preceded
+    by a ``stream_query`` (which would delay the wait); a ``timeout=0`` poll, which must
+    not wait, still asks, and every answer is still right."""
+    acl = RecordingAcl(rt)
+    gate = Gate()
+
+    def queries() -> int:
+        return len([args for args in acl.named("stream_query") if args[0] == stream.handle])
+
+    with anyio.fail_after(10):
+        async with aclasync.open_device(0, backend=acl) as dev:
+            kernel = dev.acl.sim.launch_kernel
+            async with dev.create_stream(flags=flags) as stream:
+                for _ in range(3):
+                    stream.launch(kernel, Kernel(duration_us=200))
+                    await stream.synchronize()
+                await stream.synchronize()  # idle: answered at once either way
+                asked = queries()
+                assert (asked == 0) is (flags == StreamFlag.FAST_SYNC)
+                stream.launch(kernel, gate.kernel())
+                with pytest.raises(aclasync.AclTimeoutError):
+                    await stream.synchronize(timeout=0)  # busy: a poll says so at once
+                assert queries() > asked
+                gate.open()
+                await stream.synchronize()
+                await stream.synchronize(timeout=0)  # idle: a poll succeeds
+                assert await stream.query()
