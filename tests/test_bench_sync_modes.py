@@ -1,5 +1,6 @@
 """Issue 13's measurements: the wake-up floor, aclasync - raw - floor, quiet-wait CPU,
-and the bare-thread floor of ``bench overhead``.
+the raw thread they are measured against, and the bare-thread floor of ``bench
+overhead``.
 
 Timing values are not judged here (benchmarks judge speed); these tests check that
 every figure is there, is a number, is consistent with the figures it is computed
@@ -19,6 +20,8 @@ import pytest
 
 from aclasync._cli._bench import format_table, run
 from aclasync._cli._bench._floor import BareThread
+from aclasync._cli._bench._raw_level import RawThread
+from aclasync._cli._bench._sync_modes import MODES as SYNC_MODES
 
 pytestmark = pytest.mark.timeout(180)  # the module fixture runs two benchmarks on 3 loops
 
@@ -44,29 +47,32 @@ def results() -> dict[str, Any]:
 def test_sync_modes_reports_the_floor_and_what_aclasync_adds(results: dict[str, Any]) -> None:
     bench = results["benchmarks"]["sync-modes"]
     keys = [column["key"] for column in bench["columns"]]
-    assert {"floor_us", "over_us"} <= set(keys)
+    assert {"floor_us", "raw_floor_us", "over_us"} <= set(keys)
     rows = bench["rows"]
     raw = {(row["mode"], row["kernel_us"]): row["p50_us"] for row in rows if row["level"] == "raw"}
     assert len(raw) == 12
     for row in rows:
         if row["level"] == "raw":
             assert row["floor_us"] is None
+            assert row["raw_floor_us"] is None
             assert row["over_us"] is None
             continue
         assert _number(row["floor_us"])
         assert row["floor_us"] > 0
+        assert _number(row["raw_floor_us"])
+        # Summed sample by sample, so no smaller than either term's median.
+        assert row["raw_floor_us"] >= max(row["raw_us"], row["floor_us"]) - 1e-6
         # Each loop is judged against the raw samples interleaved with its own rounds;
         # the raw rows are the first loop's.
         assert _number(row["raw_us"])
         if row["level"] == LOOPS[0]:
             assert row["raw_us"] == pytest.approx(raw[(row["mode"], row["kernel_us"])])
-        expected = row["p50_us"] - row["raw_us"] - row["floor_us"]
+        expected = row["p50_us"] - row["raw_floor_us"]
         assert row["over_us"] == pytest.approx(expected)
-    for loop in LOOPS:
-        for length in {row["kernel_us"] for row in rows}:
-            cell = (loop, length)
-            floors = {row["floor_us"] for row in rows if (row["level"], row["kernel_us"]) == cell}
-            assert len(floors) == 1  # one floor per loop and kernel length
+    # The floor is the raw thread's own post-to-resume time, one per loop, mode and
+    # kernel length; the raw rows carry none.
+    cells = {(row["level"], row["mode"], row["kernel_us"]) for row in rows}
+    assert len(cells) == len(rows) == (1 + len(LOOPS)) * len(MODES) * 4
 
     over = [c for c in bench["checks"] if c["what"].startswith("aclasync - raw - floor")]
     assert len(over) == len(LOOPS) * len(MODES)
@@ -160,14 +166,55 @@ def test_the_over_chart_draws_its_target(results: dict[str, Any]) -> None:
 
 
 @pytest.mark.anyio
-async def test_bare_thread_answers_after_its_delay_and_stops() -> None:
+async def test_bare_thread_answers_and_stops() -> None:
     threads = threading.active_count()
-    with anyio.fail_after(10), BareThread(delay=0.002) as bare:
+    with anyio.fail_after(10), BareThread() as bare:
         assert threading.active_count() == threads + 1
         for _ in range(20):
             before = time.perf_counter()
             stamp = await bare.round_trip()
-            assert before + 0.002 <= stamp <= time.perf_counter()
+            assert before <= stamp <= time.perf_counter()
+    assert threading.active_count() == threads
+
+
+@pytest.mark.anyio
+async def test_raw_thread_waits_for_each_kernel_then_posts_and_stops() -> None:
+    threads = threading.active_count()
+    with anyio.fail_after(10), RawThread(SYNC_MODES) as raw:
+        assert "aclasync-bench-raw" in {thread.name for thread in threading.enumerate()}
+        for mode in SYNC_MODES:
+            for _ in range(5):
+                before = time.perf_counter()
+                sample, resumed = await raw.sample(mode, 0.002)
+                assert sample.ran >= 0.002  # the kernel ran its length on the device
+                assert sample.latency >= 0  # the runtime returned after it ended
+                assert before + 0.002 <= sample.posted <= resumed <= time.perf_counter()
+                assert sample.thread_cpu >= 0
+    assert threading.active_count() == threads  # its runtime's threads stopped too
+
+
+@pytest.mark.anyio
+async def test_raw_thread_keeps_answering_after_a_cancelled_sample() -> None:
+    with anyio.fail_after(10), RawThread(SYNC_MODES) as raw:
+        for _ in range(10):
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                await raw.sample("FAST_SYNC", 0.001)
+            before = time.perf_counter()
+            sample, _ = await raw.sample("default", 0)
+            assert sample.posted >= before  # its own answer, not the abandoned one's
+
+
+@pytest.mark.anyio
+async def test_raw_thread_raises_its_failures_in_the_caller() -> None:
+    with anyio.fail_after(10), RawThread({"default": 0}) as raw:
+        with pytest.raises(KeyError, match="FAST_SYNC"):
+            await raw.sample("FAST_SYNC", 0)
+        sample, _ = await raw.sample("default", 0)  # still serving
+        assert sample.latency >= 0
+    threads = threading.active_count()
+    with pytest.raises(TypeError, match="create_stream_with_config"):
+        RawThread({"bad": "FAST_SYNC"}).__enter__()  # type: ignore[dict-item]
     assert threading.active_count() == threads
 
 
@@ -181,8 +228,3 @@ async def test_bare_thread_keeps_answering_after_a_cancelled_round_trip() -> Non
             before = time.perf_counter()
             stamp = await bare.round_trip()  # its own answer, not the abandoned one's
             assert before <= stamp <= time.perf_counter()
-
-
-def test_bare_thread_rejects_a_negative_delay() -> None:
-    with pytest.raises(ValueError, match="delay"):
-        BareThread(delay=-1)

@@ -5,9 +5,9 @@ waiter from the loop's own wake path (``aclasync._loop.current_delivery()``), ha
 over (append to a deque, release the lock) and awaits it; the thread sets
 ``outcome.Value(stamp)`` and ``post``s it. Nothing else is in the way: no runtime call,
 no queue of jobs, no bookkeeping, so whatever aclasync measures above it is the cost
-of aclasync itself. ``bench overhead`` times the whole round trip; ``bench sync-modes``
-gives the thread a short sleep first (so that the loop is parked, as it is while a
-kernel runs) and times only the one-way wake: ``post`` to the coroutine running again.
+of aclasync itself. ``bench overhead`` times the whole round trip against it. (``bench
+sync-modes`` takes its floor from its raw thread instead, which also waits on the
+device: ``_raw_level``.)
 """
 
 from __future__ import annotations
@@ -33,18 +33,9 @@ class BareThread:
 
     Use it as a context manager around the measurement (it starts the thread on entry
     and stops and joins it on exit).
-
-    Parameters
-    ----------
-    delay:
-        Seconds the thread sleeps (GIL released) after taking a waiter and before
-        stamping ``time.perf_counter()`` and posting it; 0 answers at once.
     """
 
-    def __init__(self, delay: float = 0.0) -> None:
-        if not delay >= 0:
-            raise ValueError(f"delay must be >= 0, got {delay!r}")
-        self._delay = delay
+    def __init__(self) -> None:
         self._go = _thread.allocate_lock()
         self._go.acquire()  # held until there is a waiter to answer
         self._jobs: deque[Waiter | None] = deque()
@@ -89,15 +80,12 @@ class BareThread:
             self._go.release()
 
     def _serve(self) -> None:
-        jobs, go, delay = self._jobs, self._go, self._delay
-        clock, sleep = time.perf_counter, time.sleep
+        jobs, go, clock = self._jobs, self._go, time.perf_counter
         while True:
             go.acquire()
             while jobs:
                 waiter = jobs.popleft()
                 if waiter is None:
                     return
-                if delay:
-                    sleep(delay)
                 waiter.result = outcome.Value(clock())
                 waiter.delivery.post((waiter,))
