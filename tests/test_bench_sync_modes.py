@@ -10,6 +10,7 @@ from, and that the floor's thread behaves.
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import time
@@ -130,20 +131,25 @@ def test_sync_modes_reports_quiet_wait_cpu(results: dict[str, Any]) -> None:
 def test_overhead_reports_the_bare_thread_floor(results: dict[str, Any]) -> None:
     bench = results["benchmarks"]["overhead"]
     assert "vs_bare_us" in {column["key"] for column in bench["columns"]}
+    placed = len(os.sched_getaffinity(0)) > 1  # else no placed pair: the free one is judged
     for loop in LOOPS:
         rows = {row["variant"]: row for row in bench["rows"] if row["loop"] == loop}
+        assert ("aclasync, placed" in rows) is placed
         bare = rows["bare thread"]["median_us"]
         assert _number(bare)
         assert bare > 0
-        for row in rows.values():
-            assert row["vs_bare_us"] == pytest.approx(row["median_us"] - bare)
+        for variant, row in rows.items():
+            own = "bare thread, placed" if variant.endswith(", placed") else "bare thread"
+            assert row["vs_bare_us"] == pytest.approx(row["median_us"] - rows[own]["median_us"])
+        judged = "aclasync, placed" if placed else "aclasync"
         (found,) = [
             c
             for c in bench["checks"]
             if c["what"].startswith("aclasync - bare thread") and c["what"].endswith(f"[{loop}]")
         ]
-        assert found["value"] == pytest.approx(rows["aclasync"]["median_us"] - bare)
+        assert found["value"] == pytest.approx(rows[judged]["vs_bare_us"])
         assert found["ok"] is (found["value"] <= 5)
+        assert ("placed alike" in found["what"]) is placed
         assert any(c["what"] == f"aclasync / naive median [{loop}]" for c in bench["checks"])
 
 
@@ -175,6 +181,20 @@ async def test_bare_thread_answers_and_stops() -> None:
             stamp = await bare.round_trip()
             assert before <= stamp <= time.perf_counter()
     assert threading.active_count() == threads
+
+
+@pytest.mark.anyio
+async def test_a_placed_bare_thread_runs_on_its_cpu_only() -> None:
+    ours = os.sched_getaffinity(0)
+    cpu = max(ours)
+    seen: list[set[int]] = []
+    with anyio.fail_after(10), BareThread(cpu=cpu) as bare:
+        await bare.round_trip()
+        (thread,) = [t for t in threading.enumerate() if t.name == "aclasync-bench-bare"]
+        assert thread.native_id is not None
+        seen.append(os.sched_getaffinity(thread.native_id))
+    assert seen == [{cpu}]
+    assert os.sched_getaffinity(0) == ours  # the caller's thread is left as it was
 
 
 @pytest.mark.anyio

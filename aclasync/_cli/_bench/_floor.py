@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import os
 import threading
 import time
 from collections import deque
@@ -32,10 +33,11 @@ class BareThread:
     """A dedicated thread that answers one waiter at a time.
 
     Use it as a context manager around the measurement (it starts the thread on entry
-    and stops and joins it on exit).
+    and stops and joins it on exit). With *cpu*, the thread runs on that CPU only.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cpu: int | None = None) -> None:
+        self._cpu = cpu
         self._go = _thread.allocate_lock()
         self._go.acquire()  # held until there is a waiter to answer
         self._jobs: deque[Waiter | None] = deque()
@@ -80,6 +82,8 @@ class BareThread:
             self._go.release()
 
     def _serve(self) -> None:
+        if self._cpu is not None:
+            os.sched_setaffinity(0, {self._cpu})  # pid 0: this thread only
         jobs, go, clock = self._jobs, self._go, time.perf_counter
         while True:
             go.acquire()
