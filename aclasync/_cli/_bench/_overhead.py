@@ -185,19 +185,6 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
         async def raw_batch(n: int, out: list[int]) -> None:
             out.extend(await anyio.to_thread.run_sync(raw_loop, n))
 
-        async def bare_and_aclasync_batch(n: int, out: list[int]) -> None:
-            # The two are judged against each other (<= 5 us apart): sample by sample,
-            # so that the machine's drift between blocks does not decide it.
-            clock, trip, sync = time.perf_counter_ns, bare.round_trip, stream.synchronize
-            ours = samples[ACLASYNC]
-            for _ in range(n):
-                start = clock()
-                await trip()
-                middle = clock()
-                await sync()
-                out.append(middle - start)
-                ours.append(clock() - middle)
-
         async def naive_batch(n: int, out: list[int]) -> None:
             clock, to_thread = time.perf_counter_ns, anyio.to_thread.run_sync
             for _ in range(n):
@@ -214,15 +201,16 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
                 expect(await asyncio.to_thread(naive_call), "acl.rt.synchronize_stream")
                 out.append(clock() - start)
 
+        bare = BareThread()  # started below
         batches: dict[str, _Batch] = {
             RAW: raw_batch,
-            BARE: bare_and_aclasync_batch,  # and ACLASYNC's samples
+            BARE: _pair(bare, stream, samples[ACLASYNC], loop_cpu=None),
             NAIVE: naive_batch,
         }
         if loop != "trio":
             batches[STDLIB] = stdlib_batch
         async with contextlib.AsyncExitStack() as stack:
-            bare = stack.enter_context(BareThread())
+            stack.enter_context(bare)
             if cpu is not None:
                 options = aclasync.WorkerOptions(cpu=cpu)
                 pinned_dev = await stack.enter_async_context(
@@ -231,8 +219,8 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
                 pinned = await stack.enter_async_context(pinned_dev.create_stream())
                 batches[PINNED] = _pinned(pinned, cpu)
                 placed_bare = stack.enter_context(BareThread(cpu=cpu))
-                batches[BARE_PLACED] = _placed_pair(
-                    placed_bare, pinned, _other_cpu(cpu), samples[ACLASYNC_PLACED]
+                batches[BARE_PLACED] = _pair(
+                    placed_bare, pinned, samples[ACLASYNC_PLACED], loop_cpu=_other_cpu(cpu)
                 )
             order = [RAW, BARE, BARE_PLACED, PINNED, NAIVE, STDLIB]
             batches = {name: batches[name] for name in order if name in batches}
@@ -265,13 +253,19 @@ def _pinned(stream: aclasync.Stream, cpu: int) -> _Batch:
     return batch
 
 
-def _placed_pair(bare: BareThread, stream: aclasync.Stream, cpu: int, ours: list[int]) -> _Batch:
-    """The bare thread and aclasync (both on another CPU) with the loop thread on *cpu*,
-    sample by sample; the bare thread's samples go to ``out``, aclasync's to *ours*."""
+def _pair(
+    bare: BareThread, stream: aclasync.Stream, ours: list[int], *, loop_cpu: int | None
+) -> _Batch:
+    """The bare thread and aclasync sample by sample, since they are judged against each
+    other (<= 5 us apart) and the machine's drift between blocks would decide it. The
+    bare thread's samples go to ``out``, aclasync's to *ours*; with *loop_cpu*, the loop
+    thread runs on that CPU meanwhile."""
 
     async def batch(n: int, out: list[int]) -> None:
-        previous = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {cpu})  # pid 0: this (the loop's) thread only
+        previous = None
+        if loop_cpu is not None:  # (sched_*affinity: Linux only; loop_cpu is None elsewhere)
+            previous = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, {loop_cpu})  # pid 0: this (the loop's) thread only
         try:
             clock, trip, sync = time.perf_counter_ns, bare.round_trip, stream.synchronize
             for _ in range(n):
@@ -282,7 +276,8 @@ def _placed_pair(bare: BareThread, stream: aclasync.Stream, cpu: int, ours: list
                 out.append(middle - start)
                 ours.append(clock() - middle)
         finally:
-            os.sched_setaffinity(0, previous)
+            if previous is not None:
+                os.sched_setaffinity(0, previous)
 
     return batch
 

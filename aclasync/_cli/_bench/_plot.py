@@ -29,7 +29,19 @@ from typing import Any
 __all__ = ["build_figure", "plot"]
 
 _BAR_HEIGHT_IN = 0.22
-_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+#: matplotlib's ten-colour palette: ``overhead`` has eight variants.
+_COLOURS = (
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:gray",
+    "tab:olive",
+    "tab:cyan",
+)
 
 
 def plot(results: dict[str, Any], path: str | os.PathLike[str]) -> None:

@@ -23,7 +23,6 @@ import dataclasses
 import threading
 import time
 from collections import deque
-from types import TracebackType
 from typing import Any
 
 import outcome
@@ -102,12 +101,7 @@ class RawThread:
             raise self._failure
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
