@@ -117,7 +117,11 @@ def test_sync_modes_reports_quiet_wait_cpu(results: dict[str, Any]) -> None:
             expected = (row["cpu_ms"] / 1e3 - raw_cpu) / row["wall_s"] * 100
             assert row["beyond_raw_pct"] == pytest.approx(expected)
     quiet = [c for c in bench["checks"] if c["what"].startswith("quiet wait CPU")]
-    targets = {(re.search(r", (\d) device", c["what"]).group(1), c["target"]) for c in quiet}
+    targets = set()
+    for c in quiet:
+        found = re.search(r", (\d) device", c["what"])
+        assert found, c["what"]
+        targets.add((found.group(1), c["target"]))
     assert targets == {("1", "<= 0.5"), ("8", "<= 2")}
     assert len(quiet) == 2 * len(LOOPS)
     assert all(_number(c["value"]) and isinstance(c["ok"], bool) for c in quiet)
