@@ -137,9 +137,9 @@ class DeviceState:
 
     # -- waits -----------------------------------------------------------------------
 
-    def start_fence(self, lane: Lane) -> tuple[Waiter, tuple[int, int]]:
+    def start_fence(self, lane: Lane, *, timed: bool) -> tuple[Waiter, tuple[int, int]]:
         """Ask the worker to fence *lane*: the waiter to await, and the mark for
-        ``end_fence``.
+        ``end_fence``. *timed*: the wait will have a timeout.
 
         Split in two, rather than one coroutine, because a parked wait's frames are
         its memory: ``Stream.synchronize`` awaits the waiter itself.
@@ -147,7 +147,7 @@ class DeviceState:
         self.check_open()
         waiter = current_delivery().new_waiter()
         mark = (lane.submitted, self.calls)
-        self.worker.fence(lane, waiter)
+        self.worker.fence(lane, waiter, timed=timed)
         return waiter, mark
 
     def fence_timeout(self, lane: Lane, timeout: float, api: str) -> Callable[[], BaseException]:
@@ -198,7 +198,7 @@ class DeviceState:
         waiters = []
         for lane in self._lanes:
             waiter = delivery.new_waiter()
-            self.worker.fence(lane, waiter)
+            self.worker.fence(lane, waiter, timed=timeout is not None)
             waiters.append(waiter)
         on_timeout = self._timeout("aclasync.Device.synchronize", timeout, None, event=False)
         deadline = None if timeout is None else anyio.current_time() + timeout

@@ -174,7 +174,7 @@ class Stream(AsyncResource):
         timeout = check_timeout(timeout)
         self._check_open()
         state, lane = self._state, self._lane
-        waiter, mark = state.start_fence(lane)
+        waiter, mark = state.start_fence(lane, timed=timeout is not None)
         if timeout is None:
             await waiter.wait()
         else:

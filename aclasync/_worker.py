@@ -145,9 +145,13 @@ class DeviceWorker(Watching):
         """Run ``fn()`` on the worker; *waiter* (if any) gets its outcome."""
         self._submit((_CALL, fn, waiter))
 
-    def fence(self, lane: Lane, waiter: Waiter) -> None:
-        """*waiter* gets ``Value(None)`` once all work queued on the stream so far is done."""
-        self._submit((_FENCE, lane, waiter))
+    def fence(self, lane: Lane, waiter: Waiter, *, timed: bool = False) -> None:
+        """*waiter* gets ``Value(None)`` once all work queued on the stream so far is done.
+
+        *timed*: the wait has a timeout, so the worker's first look must answer it
+        (``_fence`` then asks the runtime before anything else).
+        """
+        self._submit((_FENCE, lane, waiter, timed))
 
     def watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
         """*waiter* gets ``Value(None)`` once *event* (its *record*) completes."""
@@ -273,7 +277,7 @@ class DeviceWorker(Watching):
                     self._answer_idle(lane, job[2])
                 else:
                     with self.lock:
-                        self._fence(lane, job[2])
+                        self._fence(lane, job[2], job[3])
             elif op == _RECORD:
                 self._record_ready(job[1], job[2], job[3], job[4])
             elif op == _REFILL:

@@ -77,7 +77,7 @@ class Watching:
         def _error_outcome(self, code: int, api: str, lane: Lane) -> outcome.Error: ...
         def record_failed(self, lane: Lane, record: EventRecord) -> AclasyncError: ...
 
-    def _fence(self, lane: Lane, waiter: Waiter) -> None:
+    def _fence(self, lane: Lane, waiter: Waiter, timed: bool) -> None:
         waiter.seen = True
         if lane.closed:  # closing concurrently: nothing more will run on it
             self._resolve(waiter, done_outcome())
@@ -91,9 +91,11 @@ class Watching:
             return
         # A FAST_SYNC stream the worker may wait for itself is not asked first: its
         # sync answers an idle stream at once too, and the query would only put one
-        # more runtime call between the launch and the wait (a timeout=0 poll, which
-        # must not wait, still asks). If the wait goes elsewhere, _sweep asks.
-        ask = waiter.expired or not self._may_wait_inline(lane)
+        # more runtime call between the launch and the wait. A wait with a timeout
+        # still asks: once the worker has seen it, its timeout abandons it, so this
+        # look must answer an idle stream (a timeout=0 poll succeeds on one). If the
+        # wait goes elsewhere, _sweep asks.
+        ask = timed or waiter.expired or not self._may_wait_inline(lane)
         if ask:
             status, ret = self._rt.stream_query(lane.handle)
             if ret:

@@ -341,9 +341,10 @@ async def test_a_lone_fast_sync_wait_never_holds_up_later_jobs(rt: Any, inline: 
     "flags", [StreamFlag.DEFAULT, StreamFlag.FAST_SYNC], ids=["default", "fast_sync"]
 )
 async def test_a_lone_fast_sync_wait_starts_without_asking_first(rt: Any, flags: int) -> None:
-    """The worker's own FAST_SYNC wait answers an idle stream too, so it is not preceded
-    by a ``stream_query`` (which would delay the wait); a ``timeout=0`` poll, which must
-    not wait, still asks, and every answer is still right."""
+    """The worker's own FAST_SYNC wait answers an idle stream too, so an untimed sync is
+    not preceded by a ``stream_query`` (which would delay the wait); a timed one still
+    asks (its timeout abandons it once the worker has seen it, so the first look must
+    answer), and every answer is still right."""
     acl = RecordingAcl(rt)
     gate = Gate()
 
@@ -361,10 +362,15 @@ async def test_a_lone_fast_sync_wait_starts_without_asking_first(rt: Any, flags:
                 asked = queries()
                 assert (asked == 0) is (flags == StreamFlag.FAST_SYNC)
                 stream.launch(kernel, gate.kernel())
-                with pytest.raises(aclasync.AclTimeoutError):
-                    await stream.synchronize(timeout=0)  # busy: a poll says so at once
-                assert queries() > asked
-                gate.open()
+                try:
+                    with pytest.raises(aclasync.AclTimeoutError):
+                        await stream.synchronize(timeout=0)  # busy: a poll says so at once
+                    assert queries() > asked  # a timed wait asks, even right after a launch
+                finally:
+                    gate.open()
                 await stream.synchronize()
-                await stream.synchronize(timeout=0)  # idle: a poll succeeds
+                for _ in range(20):  # idle: a poll succeeds, however soon the worker looks
+                    await stream.synchronize(timeout=0)
+                    stream.launch(kernel, Kernel())
+                    await stream.synchronize()
                 assert await stream.query()
