@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -237,18 +237,29 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
     return samples
 
 
+@contextlib.contextmanager
+def _loop_thread_on(cpu: int | None) -> Iterator[None]:
+    """Run the calling (loop) thread on *cpu* only meanwhile; None leaves it as it is
+    (``sched_*affinity`` is Linux-only; callers pass a CPU only where it exists)."""
+    if cpu is None:
+        yield
+        return
+    previous = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # pid 0: this thread only
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, previous)
+
+
 def _pinned(stream: aclasync.Stream, cpu: int) -> _Batch:
     async def batch(n: int, out: list[int]) -> None:
-        previous = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {cpu})  # pid 0: this (the loop's) thread only
-        try:
+        with _loop_thread_on(cpu):
             clock = time.perf_counter_ns
             for _ in range(n):
                 start = clock()
                 await stream.synchronize()
                 out.append(clock() - start)
-        finally:
-            os.sched_setaffinity(0, previous)
 
     return batch
 
@@ -262,11 +273,7 @@ def _pair(
     thread runs on that CPU meanwhile."""
 
     async def batch(n: int, out: list[int]) -> None:
-        previous = None
-        if loop_cpu is not None:  # (sched_*affinity: Linux only; loop_cpu is None elsewhere)
-            previous = os.sched_getaffinity(0)
-            os.sched_setaffinity(0, {loop_cpu})  # pid 0: this (the loop's) thread only
-        try:
+        with _loop_thread_on(loop_cpu):
             clock, trip, sync = time.perf_counter_ns, bare.round_trip, stream.synchronize
             for _ in range(n):
                 start = clock()
@@ -275,9 +282,6 @@ def _pair(
                 await sync()
                 out.append(middle - start)
                 ours.append(clock() - middle)
-        finally:
-            if previous is not None:
-                os.sched_setaffinity(0, previous)
 
     return batch
 

@@ -206,8 +206,9 @@ async def _raw_sample(raw: RawThread, mode: str, length: int, cell: _Cell) -> No
     cell["process_cpu"] += time.process_time() - cpu_start
     cell["latency"].append(sample.latency)
     cell["ran"].append(sample.ran)
-    cell["floor"].append(resumed - sample.posted)
-    cell["raw_floor"].append(sample.latency + resumed - sample.posted)
+    floor = resumed - sample.posted
+    cell["floor"].append(floor)
+    cell["raw_floor"].append(sample.latency + floor)
     cell["thread_cpu"] += sample.thread_cpu
 
 
