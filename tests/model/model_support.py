@@ -61,3 +61,39 @@ class RecordingAcl:
     def recorded(self) -> list[tuple[str, str]]:
         with self._lock:
             return list(self.calls)
+
+
+class BreakingAcl:
+    """A simulated runtime whose timed waits raise once ``armed`` is set: the device
+    worker (or its waiting thread) dies in them, as on a backend fault."""
+
+    _BREAKING = frozenset(
+        {"query_event_status", "synchronize_event_with_timeout", "synchronize_stream_with_timeout"}
+    )
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.armed = threading.Event()
+        self.rt = _BreakingRt(inner.rt, self)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _BreakingRt:
+    def __init__(self, inner: Any, owner: BreakingAcl) -> None:
+        self._inner = inner
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._inner, name)
+        if name not in BreakingAcl._BREAKING:
+            return target
+        armed = self._owner.armed
+
+        def call(*args: Any) -> Any:
+            if armed.is_set():
+                raise RuntimeError("injected backend failure")
+            return target(*args)
+
+        return call
