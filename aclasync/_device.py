@@ -90,6 +90,13 @@ class Device(AsyncResource):
             raise ValueError(f"priority must be 0 to {_MAX_PRIORITY}, got {priority}")
         return StreamCreation(self, int(flags), int(priority))
 
+    async def _create_private_stream(self, flags: int) -> Stream:
+        """A stream for a ``Model``'s runs: ``synchronize`` waits for it but leaves its
+        failures to the runs (the device's close reports what is left)."""
+        fast_sync = bool(flags & StreamFlag.FAST_SYNC)
+        lane = await self._state.create_stream(0, flags, fast_sync, reported=False)
+        return Stream._create(self, self._state, lane, flags, 0)
+
     async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run ``fn(*args)`` on the device's worker thread and return its result as is.
 

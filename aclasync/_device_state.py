@@ -26,6 +26,11 @@ A *failure* is a non-zero status (or an exception) from a call queued with
 6. A close that runs while another exception propagates (``async with`` exiting on an
    exception, or a cancelled ``aclose``) never replaces it: the unreported failures are
    added to it as notes.
+7. A clean return of a stream sync means the work queued before it finished; that
+   none of it failed is known only if nothing was queued behind it before the worker
+   saw it finish (pyACL reports kernel failures through ``synchronize_stream`` alone,
+   for the whole stream at once). Work that must know its own outcome goes on a stream
+   nobody else queues on (``Model.run`` does).
 """
 
 from __future__ import annotations
@@ -60,8 +65,10 @@ class DeviceState:
         self.device_id = device_id
         self.worker = DeviceWorker(acl, device_id, options)
         self.closed = False
-        #: Streams whose failures the device reports: the default one and every open one.
-        self._lanes: dict[Lane, None] = {self.worker.default_lane: None}
+        #: Every open stream (the default one too) -> whether ``Device.synchronize``
+        #: reports its failures: not for a stream a ``Model`` holds for its runs, whose
+        #: failures are the runs' own (the device's close still reports what is left).
+        self._lanes: dict[Lane, bool] = {self.worker.default_lane: True}
         #: Calls submitted to the worker so far (any of them may queue stream work).
         self.calls = 0
         self._close_done: anyio.Event | None = None
@@ -241,11 +248,17 @@ class DeviceState:
     def report_device(self) -> None:
         """Raise the device's oldest unreported failure (any stream, or orphaned)."""
         oldest: deque[tuple[int, BaseException]] | None = None
-        for queue in (*(lane.errors for lane in self._lanes), self.worker.orphan_errors):
+        queues = [lane.errors for lane, reported in self._lanes.items() if reported]
+        for queue in (*queues, self.worker.orphan_errors):
             if queue and (oldest is None or queue[0][0] < oldest[0][0]):
                 oldest = queue
         if oldest is not None:
             raise oldest.popleft()[1]
+
+    def take_failures(self, lane: Lane) -> list[BaseException]:
+        """Take every unreported failure of *lane*, oldest first (they are the caller's
+        to report)."""
+        return self._take_all([lane.errors])
 
     def _take_all(self, queues: list[deque[tuple[int, BaseException]]]) -> list[BaseException]:
         found = []
@@ -256,11 +269,17 @@ class DeviceState:
 
     # -- creation and release --------------------------------------------------------
 
-    async def create_stream(self, priority: int, flags: int, fast_sync: bool) -> Lane:
-        """Create a stream (cancellation-safe, see ``create``)."""
+    async def create_stream(
+        self, priority: int, flags: int, fast_sync: bool, *, reported: bool = True
+    ) -> Lane:
+        """Create a stream (cancellation-safe, see ``create``).
+
+        Not *reported*: ``synchronize`` waits for the stream but leaves its failures
+        to its owner (see ``_lanes``).
+        """
         make = functools.partial(self.worker.create_stream, priority, flags, fast_sync)
         lane = await self.create(make, self._drop_lane)
-        self._lanes[lane] = None
+        self._lanes[lane] = reported
         return lane
 
     async def _drop_lane(self, lane: Lane) -> None:
@@ -351,6 +370,11 @@ class DeviceState:
     def forget_event(self, lane: Lane, handle: int, record: EventRecord) -> None:
         """Give an event back (its pending waits fail); never blocks."""
         self.post(functools.partial(self.worker.forget_event, lane, handle, record))
+
+    def forget_events(self, events: list[tuple[Lane, int, EventRecord]]) -> None:
+        """``forget_event`` for several events in one job; never blocks."""
+        forget = self.worker.forget_event
+        self.post(lambda: [forget(*event) for event in events])
 
     async def query_event(self, lane: Lane, handle: int, record: EventRecord) -> bool:
         """Whether a recorded event has completed; then report the stream's oldest failure.

@@ -1,4 +1,5 @@
-"""The runtime handles one device holds: streams, events, memory.
+"""The runtime handles one device holds: streams, events, memory, and what others
+made on its worker (a model and its datasets).
 
 ``Handles`` belongs to the device worker and is only ever used on its thread: it is
 the one owner of every handle the device made, and the one place that releases them.
@@ -32,6 +33,8 @@ class Handles:
         self._events: dict[int, bool] = {}  # recorded events the user holds: timing
         #: Address: the pyACL call that frees it, and that call's name for errors.
         self._memory: dict[int, tuple[Callable[[int], int], str]] = {}
+        #: Other handles made on the worker (``keep``): key -> (release, its name).
+        self._kept: dict[object, tuple[Callable[[], int], str]] = {}
 
     def error(self, code: int, api: str, lane: Lane | None = None) -> AclError:
         """The ``AclError`` for a status of this device (and stream)."""
@@ -120,6 +123,20 @@ class Handles:
         ret = free(ptr)
         return self.error(ret, api, lane) if ret else None
 
+    def keep(self, key: object, release: Callable[[], int], api: str) -> None:
+        """Hold a handle made on the worker by other code (a loaded model, a dataset):
+        ``release()`` (named *api* in errors) runs at the device's close, or after its
+        worker died, unless ``drop(key)`` took it back first."""
+        self._kept[key] = (release, api)
+
+    def drop(self, key: object) -> tuple[int, str]:
+        """Release what ``keep(key)`` holds: ``(status, api)``; ``(0, "")`` if nothing."""
+        kept = self._kept.pop(key, None)
+        if kept is None:
+            return 0, ""
+        release, api = kept
+        return int(release()), api
+
     # -- releasing everything --------------------------------------------------------
 
     def release_all(self, *, reset: bool) -> list[AclError]:
@@ -135,6 +152,8 @@ class Handles:
             if ret:
                 failures.append(self.error(ret, api, lane))
 
+        for key in reversed(list(self._kept)):  # the last kept first: a model's datasets
+            release(*self.drop(key))
         for event in self._all_events():
             release(rt.destroy_event(event), "acl.rt.destroy_event")
         for ptr in list(self._memory):
@@ -158,8 +177,10 @@ class Handles:
         """
         rt = self._rt
         releases: list[Callable[[], Any]] = [
-            functools.partial(rt.destroy_event, event) for event in self._all_events()
+            release for release, _ in reversed(self._kept.values())
         ]
+        self._kept.clear()
+        releases += [functools.partial(rt.destroy_event, event) for event in self._all_events()]
         releases += [functools.partial(free, ptr) for ptr, (free, _) in self._memory.items()]
         releases += [
             functools.partial(rt.destroy_stream_force, handle) for handle in self.lanes if handle

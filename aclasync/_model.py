@@ -3,11 +3,18 @@
 ``Model`` drives ``acl.mdl`` and ``acl.*`` data-buffer calls through the public
 ``Device``/``Stream``/buffer API only, so the simulator and a real ``.om`` on CANN take
 the same path; it never touches ``acl.sim``.
+
+Each ``run`` works on a buffer set of its own, and each buffer set has a stream of its
+own: pyACL reports a kernel's failure only through ``synchronize_stream``, which speaks
+for everything queued on the stream, so a run can know that *its* execution failed only
+on a stream nobody else queues work on. The run is still queued on the caller's stream,
+through events: it starts after the work queued there so far, and work queued there
+afterwards starts after it.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import itertools
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,10 +24,10 @@ import anyio.lowlevel
 import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._errors import AclError, raise_for_status
+from ._errors import AclError, raise_for_status, report
+from ._event import Event, release_events
 from ._factory import AsyncResource, Creation
-from ._pyacl.codes import ErrorCode
-from ._pyacl.dtypes import to_numpy
+from ._model_calls import Loaded, TensorInfo, datasets, execute_on, load, release
 from ._stream import Stream
 
 if TYPE_CHECKING:
@@ -28,22 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Model", "ModelLoading", "TensorInfo"]
 
-#: Reported when a create call returns the null handle, as ACL does for bad arguments.
-_INVALID_PARAM = int(ErrorCode.ACL_ERROR_INVALID_PARAM)
-
-
-@dataclasses.dataclass(frozen=True)
-class TensorInfo:
-    """One model input or output as the model description reports it.
-
-    ``shape`` holds ``-1`` for a dynamic dimension; ``nbytes`` is the buffer size the
-    model asks for (``acl.mdl.get_input_size_by_index``).
-    """
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-    nbytes: int
+#: Runs chained on a stream before one records an event on it, so that the stream is
+#: known to have passed the earlier runs' events and they can be given back.
+_HELD = 8
 
 
 class ModelLoading(Creation["Model"]):
@@ -64,44 +58,49 @@ class ModelLoading(Creation["Model"]):
 
     async def _create(self) -> Model:
         device = self._device
-        acl = device.acl
-        path = self._path
+        handles = device._state.worker.handles
         with anyio.CancelScope(shield=True):
-            model_id, desc, inputs, outputs, api, ret = await device.call(_load, acl, path)
-        raise_for_status(ret, api, device=device.id)
-        model = Model._create(device, model_id, desc, inputs, outputs, self._pool_size)
-        await anyio.lowlevel.checkpoint_if_cancelled()
+            loaded: Loaded = await device.call(load, device.acl, handles, self._path)
+        raise_for_status(loaded.ret, loaded.api, device=device.id)
+        model = Model._create(device, loaded, self._pool_size)
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await model.aclose()
+            raise
         return model
 
 
 class Model(AsyncResource):
     """A loaded model. Get one from ``dev.load_model(path)``.
 
-    Input and output buffers (device memory, pinned host staging and their datasets)
-    are pooled: ``run`` takes a set, returns it when done, and makes a new one only when
-    all are busy. Without ``pool_size`` the pool grows to the peak number of concurrent
-    ``run`` calls; with it, at most ``pool_size`` runs hold a set and the others wait.
+    Input and output buffers (device memory, pinned host staging, their datasets and a
+    stream) are pooled: ``run`` takes a set and gives it back when it ends, however it
+    ends, and a new set is made only when all are busy. Without ``pool_size`` the pool
+    grows to the peak number of concurrent ``run`` calls; with it, at most
+    ``pool_size`` runs hold a set and the others wait.
     """
 
-    def __init__(
-        self,
-        device: Device,
-        model_id: int,
-        desc: int,
-        inputs: tuple[TensorInfo, ...],
-        outputs: tuple[TensorInfo, ...],
-        pool_size: int | None = None,
-    ) -> None:
+    def __init__(self, device: Device, loaded: Loaded, pool_size: int | None = None) -> None:
         self._device = device
         self._limit = None if pool_size is None else anyio.Semaphore(pool_size)
-        self._id = model_id
-        self._desc = desc
-        self._inputs = inputs
-        self._outputs = outputs
+        self._id = loaded.model_id
+        self._inputs = loaded.inputs
+        self._outputs = loaded.outputs
         self._free: list[_Slot] = []
-        self._slots: list[_Slot] = []
+        self._slots: list[_Slot] = []  # every set made: the close releases them
+        self._keys = itertools.count()
+        #: Streams the model queued work on (``launch``, and the runs' order events).
         self._streams: set[Stream] = set()
+        #: Per stream: the event its last run recorded, which the stream waits for.
+        self._chained: dict[Stream, _Chain] = {}
+        #: Failures of runs whose caller went away (found when their set is reused).
+        self._orphans: list[BaseException] = []
+        self._active = 0
+        self._idle: anyio.Event | None = None
         self._closed = False
+        self._close_done: anyio.Event | None = None
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
@@ -114,25 +113,34 @@ class Model(AsyncResource):
 
     @property
     def inputs(self) -> tuple[TensorInfo, ...]:
+        """Name, shape, dtype and byte size of each input, in order."""
         return self._inputs
 
     @property
     def outputs(self) -> tuple[TensorInfo, ...]:
+        """Name, shape, dtype and byte size of each output, in order."""
         return self._outputs
 
     @property
     def closed(self) -> bool:
+        """Whether ``aclose`` was called."""
         return self._closed
 
     async def run(self, stream: Stream, *arrays: Any) -> list[np.ndarray[Any, Any]]:
         """Run the model on *arrays* and return its outputs as new numpy arrays.
 
         Checks the count, shape and dtype of *arrays* before anything is queued
-        (``ValueError``/``TypeError``), copies them in on *stream*, queues
-        ``acl.mdl.execute_async`` and the copies out, and awaits the stream. An ACL
-        failure raises ``AclError``. Cancellation abandons the wait; the device work
-        carries on. After a cancellation or an error the buffers the run used are set
-        aside (their work may still be queued) and released when the model is closed.
+        (``ValueError``/``TypeError``). The run is queued on *stream*: it starts after
+        the work queued there so far, and work queued there later starts after it. It
+        copies the arrays in, executes and copies the outputs out on the stream of its
+        buffer set, which nothing else uses, and awaits that stream: so an ``AclError``
+        raised here is this run's own failure, and a run whose execution failed never
+        returns output. Failures of other work on *stream* stay with *stream*.
+
+        Cancellation abandons the wait; the device work carries on, and its buffer set
+        is reused once that work is done. A failure of a run nobody waited for is
+        raised by ``aclose``. Raises ``anyio.ClosedResourceError`` once the model is
+        closed (runs already under way finish first).
         """
         self._check_stream(stream)
         inputs = self._check_arrays(arrays)
@@ -155,47 +163,212 @@ class Model(AsyncResource):
         ins = _buffer_args("inputs", inputs, self._inputs, self._device)
         outs = _buffer_args("outputs", outputs, self._outputs, self._device)
         self._streams.add(stream)
-        stream.launch(_execute_on(self._device.acl), self._id, ins, outs)
+        stream.launch(execute_on(self._device.acl), self._id, ins, outs)
 
     async def aclose(self) -> None:
         """Release the pooled buffers and unload the model. Idempotent; survives cancellation.
 
-        First waits for the work queued so far on the streams the model was used on
-        (cancelled runs may still be using their buffers); an ACL error pending on one
-        of them is raised once everything is released. Close models before their
-        device; a model whose device is closed or broken only marks itself closed.
+        New runs raise ``anyio.ClosedResourceError`` at once; runs already under way
+        finish first. Then waits for the work queued so far on the streams the model
+        was used on, releases everything and unloads the model. Raises what is left
+        to report: an ACL error pending on one of those streams, and failures of runs
+        nobody waited for (one as itself, several as an ``ExceptionGroup``). A second
+        concurrent call waits for the first. A model whose device is closed or broken
+        only marks itself closed (the device released it).
         """
+        await self._close(None)
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        await self._close(exc)
+
+    # -- runs --------------------------------------------------------------------------
+
+    async def _run(self, stream: Stream, inputs: list[np.ndarray[Any, Any]]) -> list[Any]:
+        if self._closed:  # closed while this run waited for the pool
+            raise anyio.ClosedResourceError(f"{self!r} is closed")
+        self._active += 1
+        try:
+            slot = await self._take_slot(stream)
+            try:
+                return await self._run_on(slot, stream, inputs)
+            finally:
+                self._give_back(slot)
+        finally:
+            self._active -= 1
+            if self._idle is not None and not self._active:
+                self._idle.set()
+
+    async def _run_on(
+        self, slot: _Slot, stream: Stream, inputs: list[np.ndarray[Any, Any]]
+    ) -> list[Any]:
+        own = slot.stream
+        assert own is not None  # made with the set
+        stream._check_open()
+        chain = self._chained.pop(stream, None)
+        if chain is not None and chain.tail == stream._queued() and len(chain.held) < _HELD:
+            # The caller's stream ends with its wait for the last run: wait for that run.
+            # The stream may not have passed its own wait yet, so the events stay held.
+            own.wait_event(chain.done)
+            held = [*chain.held, chain.done]
+        else:
+            held = []
+            if chain is not None:  # the stream has passed them once `ready` has
+                slot.later += [*chain.held, chain.done]
+            if not stream._settled():  # start after what is queued on the caller's stream
+                ready = await _record(stream)
+                own.wait_event(ready)
+                slot.later.append(ready)
+        for array, host, target in zip(inputs, slot.host_in, slot.dev_in, strict=True):
+            host.view(array.dtype, array.shape)[...] = array
+            own.memcpy(target, host)
+        own.launch(self._device.acl.mdl.execute_async, self._id, slot.inputs, slot.outputs)
+        for source, host in zip(slot.dev_out, slot.host_out, strict=True):
+            own.memcpy(host, source)
+        slot.dirty = True
+        done = await _record(own)
+        if stream.closed:
+            slot.later += [*held, done]
+        else:  # later work on the caller's stream starts after this run
+            stream.wait_event(done)
+            self._chained[stream] = _Chain(done, stream._queued(), held)
+            self._streams.add(stream)
+        try:
+            await own.synchronize()
+        except AclError as exc:
+            slot.dirty = False
+            _note_further(exc, own._state.take_failures(own._lane))
+            raise
+        slot.dirty = False
+        return [
+            host.view(t.dtype, t.shape).copy()
+            for t, host in zip(self._outputs, slot.host_out, strict=True)
+        ]
+
+    async def _take_slot(self, stream: Stream) -> _Slot:
+        """A free buffer set (a clean one first), or a new one."""
+        if self._free:
+            clean = [i for i, slot in enumerate(self._free) if not slot.dirty]
+            slot = self._free.pop(clean[-1] if clean else -1)
+            try:
+                if slot.dirty:
+                    await self._clean(slot)
+                else:
+                    await anyio.lowlevel.checkpoint()
+            except BaseException:
+                self._free.append(slot)
+                raise
+            return slot
+        slot = await self._make_slot(stream.flags)
         if self._closed:
-            await anyio.lowlevel.checkpoint()
+            raise anyio.ClosedResourceError(f"{self!r} is closed")
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            self._free.append(slot)  # made but never used: ready for the next run
+            raise
+        return slot
+
+    async def _make_slot(self, flags: int) -> _Slot:
+        """Allocate a buffer set, its datasets and its stream; shielded."""
+        device = self._device
+        with anyio.CancelScope(shield=True):
+            slot = _Slot(next(self._keys))
+            self._slots.append(slot)
+            slot.stream = await device._create_private_stream(flags)
+            for tensor in self._inputs:
+                slot.dev_in.append(await device.alloc(tensor.nbytes))
+                slot.host_in.append(await device.alloc_host(tensor.nbytes))
+            for tensor in self._outputs:
+                slot.dev_out.append(await device.alloc(tensor.nbytes))
+                slot.host_out.append(await device.alloc_host(tensor.nbytes))
+            ins = tuple((b.ptr, b.nbytes) for b in slot.dev_in)
+            outs = tuple((b.ptr, b.nbytes) for b in slot.dev_out)
+            handles = device._state.worker.handles
+            made = await device.call(datasets, device.acl, handles, slot.key, ins, outs)
+        raise_for_status(made.ret, made.api, device=device.id)
+        slot.inputs, slot.outputs = made.inputs, made.outputs
+        return slot
+
+    async def _clean(self, slot: _Slot) -> None:
+        """Wait for the work an abandoned run left on *slot*; keep its failures."""
+        own = slot.stream
+        assert own is not None  # a set with work has its stream
+        try:
+            await own.synchronize()
+        except AclError as exc:
+            self._orphans.append(exc)
+        self._orphans.extend(own._state.take_failures(own._lane))
+        slot.dirty = False
+        slot.release_later()
+
+    def _give_back(self, slot: _Slot) -> None:
+        if not slot.dirty:
+            slot.release_later()
+        if not self._closed:
+            self._free.append(slot)
+
+    # -- closing -----------------------------------------------------------------------
+
+    async def _close(self, propagating: BaseException | None) -> None:
+        if self._close_done is not None:
+            await self._close_done.wait()
             return
         self._closed = True
+        done = self._close_done = anyio.Event()
+        errors: list[BaseException] = []
+        try:
+            with anyio.CancelScope(shield=True):
+                if self._active:
+                    self._idle = anyio.Event()
+                    await self._idle.wait()
+                if self._device._state.gone():
+                    await anyio.lowlevel.checkpoint()
+                    return
+                errors = await self._release()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            if self._device._state.gone():
+                return  # the device closed or broke meanwhile: it released everything
+            raise
+        finally:
+            done.set()
+        report(errors, propagating)
+
+    async def _release(self) -> list[BaseException]:
+        """Wait for the model's work, release everything: the failures found."""
         device = self._device
         slots, self._slots, self._free = self._slots, [], []
-        streams, self._streams = self._streams, set()
-        if device.closed:
-            await anyio.lowlevel.checkpoint()
-            return
-        pending: AclError | None = None
-        with anyio.CancelScope(shield=True):
-            for stream in streams:
-                if stream.closed:
-                    continue
+        pending: list[BaseException] = []
+        for stream in self._streams:
+            if not stream.closed:
                 try:
                     await stream.synchronize()
                 except AclError as exc:
-                    pending = pending or exc
-                except anyio.BrokenResourceError:
-                    return  # nothing can be released through a dead worker
-            handles = [(s.in_ds, s.out_ds, s.data_buffers) for s in slots]
-            api, ret = await device.call(_unload, device.acl, self._id, self._desc, handles)
-            for slot in slots:
-                for buffer in slot.buffers():
-                    await buffer.aclose()
-        if pending is not None:
-            raise pending
-        raise_for_status(ret, api, device=device.id)
+                    pending[:1] = pending[:1] or [exc]
+        for slot in slots:
+            if slot.dirty:
+                await self._clean(slot)
+            slot.release_later()
+        release_events([e for chain in self._chained.values() for e in (*chain.held, chain.done)])
+        self._chained.clear()
+        keys = [slot.key for slot in slots]
+        api, ret = await device.call(
+            release, device._state.worker.handles, [*keys, ("model", self._id)]
+        )
+        for slot in slots:
+            if slot.stream is not None:
+                try:
+                    await slot.stream.aclose()
+                except AclError as exc:
+                    self._orphans.append(exc)
+            for buffer in slot.buffers():
+                await buffer.aclose()
+        errors = [*pending, *self._orphans]
+        self._orphans = []
+        if ret:
+            errors.append(AclError.from_status(ret, api, device=device.id))
+        return errors
 
-    # -- helpers ---------------------------------------------------------------------
+    # -- checks ------------------------------------------------------------------------
 
     def _check_stream(self, stream: Stream) -> None:
         if self._closed:
@@ -227,187 +400,72 @@ class Model(AsyncResource):
             checked.append(array)
         return checked
 
-    async def _run(self, stream: Stream, inputs: list[np.ndarray[Any, Any]]) -> list[Any]:
-        if self._closed:  # closed while this run waited for the pool
-            raise anyio.ClosedResourceError(f"{self!r} is closed")
-        slot = await self._take_slot()
-        self._streams.add(stream)
-        reusable = False
-        try:
-            for array, host, target in zip(inputs, slot.host_in, slot.dev_in, strict=True):
-                host.view(array.dtype, array.shape)[...] = array
-                stream.memcpy(target, host)
-            stream.launch(self._device.acl.mdl.execute_async, self._id, slot.in_ds, slot.out_ds)
-            for source, host in zip(slot.dev_out, slot.host_out, strict=True):
-                stream.memcpy(host, source)
-            await stream.synchronize()
-            results = [
-                host.view(t.dtype, t.shape).copy()
-                for t, host in zip(self._outputs, slot.host_out, strict=True)
-            ]
-            reusable = True
-            return results
-        finally:
-            if reusable and not self._closed:
-                self._free.append(slot)
 
-    async def _take_slot(self) -> _Slot:
-        if self._free:
-            slot = self._free.pop()  # before the checkpoint: another task may come next
-            try:
-                await anyio.lowlevel.checkpoint()
-            except BaseException:
-                self._free.append(slot)
-                raise
-            return slot
-        device = self._device
-        with anyio.CancelScope(shield=True):
-            slot = _Slot()
-            self._slots.append(slot)
-            for tensor in self._inputs:
-                slot.dev_in.append(await device.alloc(tensor.nbytes))
-                slot.host_in.append(await device.alloc_host(tensor.nbytes))
-            for tensor in self._outputs:
-                slot.dev_out.append(await device.alloc(tensor.nbytes))
-                slot.host_out.append(await device.alloc_host(tensor.nbytes))
-            ins = tuple((b.ptr, b.nbytes) for b in slot.dev_in)
-            outs = tuple((b.ptr, b.nbytes) for b in slot.dev_out)
-            in_ds, out_ds, data_buffers, api, ret = await device.call(
-                _datasets, device.acl, ins, outs
-            )
-            slot.in_ds, slot.out_ds, slot.data_buffers = in_ds, out_ds, data_buffers
-        raise_for_status(ret, api, device=device.id)
-        try:
-            await anyio.lowlevel.checkpoint_if_cancelled()
-        except BaseException:
-            self._free.append(slot)  # made but never used: ready for the next run
-            raise
-        return slot
+class _Chain:
+    """The last run queued on a stream: its event, which the stream waits for, the
+    stream's count of queued work right after that wait, and events of earlier runs
+    the stream may not have passed yet."""
+
+    __slots__ = ("done", "held", "tail")
+
+    def __init__(self, done: Event, tail: int, held: list[Event]) -> None:
+        self.done = done
+        self.tail = tail
+        self.held = held
 
 
 class _Slot:
-    """One set of pooled buffers: device and host memory per tensor, and two datasets."""
+    """One buffer set: device and host memory per tensor, two datasets and a stream."""
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "dev_in",
+        "dev_out",
+        "dirty",
+        "host_in",
+        "host_out",
+        "inputs",
+        "key",
+        "later",
+        "outputs",
+        "stream",
+    )
+
+    def __init__(self, number: int) -> None:
+        #: What the worker keeps the datasets as.
+        self.key = ("model buffer set", number)
+        self.stream: Stream | None = None
         self.dev_in: list[DeviceBuffer] = []
         self.host_in: list[HostBuffer] = []
         self.dev_out: list[DeviceBuffer] = []
         self.host_out: list[HostBuffer] = []
-        self.in_ds = 0
-        self.out_ds = 0
-        self.data_buffers: tuple[int, ...] = ()
+        self.inputs = 0
+        self.outputs = 0
+        #: Work of a run may still be queued on the stream (its caller went away).
+        self.dirty = False
+        #: Events to give back once the stream's work is done (a wait may name them).
+        self.later: list[Event] = []
 
     def buffers(self) -> list[DeviceBuffer | HostBuffer]:
         return [*self.dev_in, *self.host_in, *self.dev_out, *self.host_out]
 
+    def release_later(self) -> None:
+        release_events(self.later)
+        self.later.clear()
 
-# -- calls made on the device worker (plain pyACL, any backend) ----------------------
 
-
-def _load(
-    acl: Any, path: str
-) -> tuple[int, int, tuple[TensorInfo, ...], tuple[TensorInfo, ...], str, int]:
-    """Load *path* and read its description; on failure, undo what was done."""
-    model_id, ret = acl.mdl.load_from_file(path)
-    if ret:
-        return 0, 0, (), (), "acl.mdl.load_from_file", ret
-    desc = acl.mdl.create_desc()
-    ret = acl.mdl.get_desc(desc, model_id) if desc else int(_INVALID_PARAM)
-    if ret:
-        if desc:
-            acl.mdl.destroy_desc(desc)
-        acl.mdl.unload(model_id)
-        return 0, 0, (), (), "acl.mdl.get_desc", ret
+async def _record(stream: Stream) -> Event:
+    """An event after the work queued on *stream* so far (without a round trip if one
+    is ready)."""
     try:
-        inputs = tuple(_tensor(acl, desc, i, True) for i in range(acl.mdl.get_num_inputs(desc)))
-        outputs = tuple(_tensor(acl, desc, i, False) for i in range(acl.mdl.get_num_outputs(desc)))
-    except ValueError:
-        acl.mdl.destroy_desc(desc)
-        acl.mdl.unload(model_id)
-        raise
-    return model_id, desc, inputs, outputs, "", 0
+        return stream.record_event_nowait()
+    except anyio.WouldBlock:
+        return await stream.record_event()
 
 
-def _tensor(acl: Any, desc: int, index: int, is_input: bool) -> TensorInfo:
-    mdl = acl.mdl
-    if is_input:
-        name = mdl.get_input_name_by_index(desc, index)
-        dims, ret = mdl.get_input_dims(desc, index)
-        data_type = mdl.get_input_data_type(desc, index)
-        nbytes = mdl.get_input_size_by_index(desc, index)
-    else:
-        name = mdl.get_output_name_by_index(desc, index)
-        dims, ret = mdl.get_output_dims(desc, index)
-        data_type = mdl.get_output_data_type(desc, index)
-        nbytes = mdl.get_output_size_by_index(desc, index)
-    if ret:
-        raise ValueError(f"cannot read the dims of tensor {index} of the model ({ret})")
-    return TensorInfo(str(name), tuple(int(d) for d in dims["dims"]), to_numpy(data_type), nbytes)
-
-
-def _datasets(
-    acl: Any, ins: tuple[tuple[int, int], ...], outs: tuple[tuple[int, int], ...]
-) -> tuple[int, int, tuple[int, ...], str, int]:
-    """Create an input and an output dataset over (pointer, size) pairs."""
-    made: list[int] = []
-    datasets: list[int] = []
-    for pairs in (ins, outs):
-        dataset = acl.mdl.create_dataset()
-        if not dataset:
-            _destroy(acl, datasets, made)
-            return 0, 0, (), "acl.mdl.create_dataset", _INVALID_PARAM
-        datasets.append(dataset)
-        for ptr, size in pairs:
-            buffer = acl.create_data_buffer(ptr, size)
-            if not buffer:
-                _destroy(acl, datasets, made)
-                return 0, 0, (), "acl.create_data_buffer", _INVALID_PARAM
-            made.append(buffer)
-            _, ret = acl.mdl.add_dataset_buffer(dataset, buffer)
-            if ret:
-                _destroy(acl, datasets, made)
-                return 0, 0, (), "acl.mdl.add_dataset_buffer", ret
-    return datasets[0], datasets[1], tuple(made), "", 0
-
-
-def _destroy(acl: Any, datasets: Sequence[int], buffers: Sequence[int]) -> int:
-    """Destroy datasets and data buffers; return the first failure code (0 if none)."""
-    codes = [acl.mdl.destroy_dataset(d) for d in datasets]
-    codes += [acl.destroy_data_buffer(b) for b in buffers]
-    return next((int(c) for c in codes if c), 0)
-
-
-def _unload(
-    acl: Any, model_id: int, desc: int, slots: Sequence[tuple[int, int, tuple[int, ...]]]
-) -> tuple[str, int]:
-    """Destroy the pooled datasets, the description and unload; report the first failure."""
-    results = [
-        ("acl.mdl.destroy_dataset", _destroy(acl, [d for d in (i, o) if d], b)) for i, o, b in slots
-    ]
-    results.append(("acl.mdl.destroy_desc", int(acl.mdl.destroy_desc(desc))))
-    results.append(("acl.mdl.unload", int(acl.mdl.unload(model_id))))
-    return next(((api, ret) for api, ret in results if ret), ("", 0))
-
-
-def _execute_on(acl: Any) -> Any:
-    """``execute_async`` over (pointer, size) pairs, with datasets made for the call."""
-
-    def execute_async(
-        model_id: int,
-        ins: tuple[tuple[int, int], ...],
-        outs: tuple[tuple[int, int], ...],
-        stream: int,
-    ) -> int:
-        in_ds, out_ds, buffers, _, ret = _datasets(acl, ins, outs)
-        if ret:
-            return ret
-        try:
-            return int(acl.mdl.execute_async(model_id, in_ds, out_ds, stream))
-        finally:
-            _destroy(acl, (in_ds, out_ds), buffers)
-
-    execute_async.__module__ = "acl.mdl"  # how the worker names the call in errors
-    return execute_async
+def _note_further(error: BaseException, further: list[BaseException]) -> None:
+    """Name the run's further failures on its first one (each is reported once)."""
+    notes = error.__dict__.setdefault("__notes__", [])  # BaseException.add_note, 3.10 too
+    notes.extend(f"aclasync: a further failure of this run: {other!r}" for other in further)
 
 
 def _buffer_args(

@@ -317,6 +317,10 @@ class Stream(AsyncResource):
         """Known idle with nothing to report (see ``DeviceState.settled``)."""
         return not self.closed and self._state.settled(self._lane)
 
+    def _queued(self) -> int:
+        """Work submitted to the stream so far, as a count (it only grows)."""
+        return self._lane.submitted
+
     def _check_open(self) -> None:
         if self._closed:
             raise anyio.ClosedResourceError(f"{self!r} is closed")

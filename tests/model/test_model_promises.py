@@ -53,7 +53,6 @@ def picky_path(rt: Any, tmp_path: Path) -> str:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20")
 async def test_a_failing_run_never_returns_output_on_a_shared_stream(
     rt: Any, picky_path: str
 ) -> None:
@@ -105,7 +104,6 @@ async def test_a_failing_run_never_returns_output_on_a_shared_stream(
     assert (stale, wrong) == (0, 0)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20")
 async def test_aclose_while_runs_make_their_buffer_sets(rt: Any, picky_path: str) -> None:
     """Runs that had no buffer set when the model closed raise ``ClosedResourceError``;
     every dataset and buffer they made goes with the model."""
@@ -139,7 +137,6 @@ async def test_aclose_while_runs_make_their_buffer_sets(rt: Any, picky_path: str
         assert dict(rt.sim.live_objects())["memory_regions"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20")
 async def test_failed_runs_give_their_buffer_sets_back(rt: Any, picky_path: str) -> None:
     with anyio.fail_after(30):
         async with (
@@ -156,7 +153,6 @@ async def test_failed_runs_give_their_buffer_sets_back(rt: Any, picky_path: str)
             assert y.tolist() == [2.0] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20")
 async def test_cancelled_runs_give_their_buffer_sets_back(rt: Any, tmp_path: Path) -> None:
     """300 runs under random deadlines on a pool of two sets keep at most two sets."""
     path = rt.sim.register_model(
@@ -189,7 +185,6 @@ async def test_cancelled_runs_give_their_buffer_sets_back(rt: Any, tmp_path: Pat
             assert y.tolist() == [2.0] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20")
 async def test_a_dead_workers_model_is_released_with_the_device(rt: Any, picky_path: str) -> None:
     acl = BreakingAcl(rt)
     with anyio.fail_after(30):
