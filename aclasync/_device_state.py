@@ -339,8 +339,13 @@ class DeviceState:
                 raise
         report(errors, propagating)
 
-    async def record(self, lane: Lane, timing: bool) -> tuple[int, EventRecord]:
-        """Record an event on *lane*: its handle and record; cancellation-safe."""
+    async def record(
+        self, lane: Lane, timing: bool, *, report: bool = True
+    ) -> tuple[int, EventRecord]:
+        """Record an event on *lane*: its handle and record; cancellation-safe.
+
+        Then raises the stream's oldest unreported failure, unless not *report*.
+        """
         make = functools.partial(self.worker.record, lane, timing)
 
         async def give_back(made: tuple[int, EventRecord]) -> None:
@@ -348,7 +353,7 @@ class DeviceState:
             await anyio.lowlevel.checkpoint()
 
         handle, record = await self.create(make, give_back)
-        if lane.errors:  # reported instead of returning the event: give it back
+        if report and lane.errors:  # reported instead of returning the event: give it back
             self.forget_event(lane, handle, record)
             self.report(lane)
         return handle, record

@@ -91,7 +91,7 @@ class Model(AsyncResource):
         self._free: list[_Slot] = []
         self._slots: list[_Slot] = []  # every set made: the close releases them
         self._keys = itertools.count()
-        #: Streams the model queued work on (``launch``, and the runs' order events).
+        #: Streams ``launch`` queued work on: the close reports their failures.
         self._streams: set[Stream] = set()
         #: Per stream: the event its last run recorded, which the stream waits for.
         self._chained: dict[Stream, _Chain] = {}
@@ -171,8 +171,9 @@ class Model(AsyncResource):
         New runs raise ``anyio.ClosedResourceError`` at once; runs already under way
         finish first. Then waits for the work queued so far on the streams the model
         was used on, releases everything and unloads the model. Raises what is left
-        to report: an ACL error pending on one of those streams, and failures of runs
-        nobody waited for (one as itself, several as an ``ExceptionGroup``). A second
+        to report: an ACL error pending on a stream ``launch`` queued on, and failures
+        of runs nobody waited for (one as itself, several as an ``ExceptionGroup``;
+        as notes on an exception ``async with`` exits on). A second
         concurrent call waits for the first. A model whose device is closed or broken
         only marks itself closed (the device released it).
         """
@@ -215,7 +216,7 @@ class Model(AsyncResource):
             if chain is not None:  # the stream has passed them once `ready` has
                 slot.later += [*chain.held, chain.done]
             if not stream._settled():  # start after what is queued on the caller's stream
-                ready = await _record(stream)
+                ready = await stream._record_quietly()
                 own.wait_event(ready)
                 slot.later.append(ready)
         for array, host, target in zip(inputs, slot.host_in, slot.dev_in, strict=True):
@@ -225,13 +226,12 @@ class Model(AsyncResource):
         for source, host in zip(slot.dev_out, slot.host_out, strict=True):
             own.memcpy(host, source)
         slot.dirty = True
-        done = await _record(own)
+        done = await own._record_quietly()
         if stream.closed:
             slot.later += [*held, done]
         else:  # later work on the caller's stream starts after this run
             stream.wait_event(done)
             self._chained[stream] = _Chain(done, stream._queued(), held)
-            self._streams.add(stream)
         try:
             await own.synchronize()
         except AclError as exc:
@@ -344,6 +344,9 @@ class Model(AsyncResource):
                     await stream.synchronize()
                 except AclError as exc:
                     pending[:1] = pending[:1] or [exc]
+        for stream in self._chained:  # past its waits for the runs' events
+            if not stream.closed and stream not in self._streams:
+                await stream._drain()
         for slot in slots:
             if slot.dirty:
                 await self._clean(slot)
@@ -451,15 +454,6 @@ class _Slot:
     def release_later(self) -> None:
         release_events(self.later)
         self.later.clear()
-
-
-async def _record(stream: Stream) -> Event:
-    """An event after the work queued on *stream* so far (without a round trip if one
-    is ready)."""
-    try:
-        return stream.record_event_nowait()
-    except anyio.WouldBlock:
-        return await stream.record_event()
 
 
 def _note_further(error: BaseException, further: list[BaseException]) -> None:

@@ -317,6 +317,23 @@ class Stream(AsyncResource):
         """Known idle with nothing to report (see ``DeviceState.settled``)."""
         return not self.closed and self._state.settled(self._lane)
 
+    async def _record_quietly(self) -> Event:
+        """An event after the work queued so far, reporting none of the stream's
+        failures (they stay for its own awaits); no round trip if one is ready."""
+        self._check_open()
+        try:
+            handle, record = self._state.record_nowait(self._lane, False)
+        except anyio.WouldBlock:
+            handle, record = await self._state.record(self._lane, False, report=False)
+        return Event._create(self, self._state, self._lane, handle, record, False)
+
+    async def _drain(self) -> None:
+        """Wait for the work queued so far, reporting nothing (an abandoned wait's
+        rule: the stream's failures stay for its own awaits)."""
+        self._check_open()
+        waiter, _ = self._state.start_fence(self._lane, timed=False)
+        await waiter.wait()
+
     def _queued(self) -> int:
         """Work submitted to the stream so far, as a count (it only grows)."""
         return self._lane.submitted

@@ -16,6 +16,11 @@ await what may and what must be raised:
 - a completed await raises when the model knows the worker has seen an unreported
   failure, and never when there is none it could have seen.
 
+``Model.run`` calls join in, on the shared streams and on a stream only runs use:
+succeeding, failing and cancelled runs. A run that completes returns its own result
+or raises its own failure, never a stream's; a cancelled run's failure is raised by
+the model's close; and none of it changes what the streams' awaits raise.
+
 Each example runs the event loop in a blocking portal, on asyncio and on trio.
 """
 
@@ -24,10 +29,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
+import numpy as np
 import pytest
 from anyio.from_thread import start_blocking_portal
 from hypothesis import HealthCheck, settings
@@ -49,6 +57,20 @@ if sys.version_info < (3, 11):
 
 KERNEL_CODE_BASE = 600_000
 STREAMS = 3  # the default stream and two created ones
+MODEL_EXECUTE = 507011  # ACL_ERROR_RT_MODEL_EXECUTE: a failing model body
+
+
+class Executions:
+    """Counts the model's executions on the device, failing (negative input) or not."""
+
+    def __init__(self) -> None:
+        self.failed = 0
+
+    def body(self, x: Any) -> Any:
+        if x[0] < 0:
+            self.failed += 1  # one device thread runs bodies at a time per stream
+            raise ValueError("negative input")
+        return x * 2.0
 
 
 class Boom(Exception):
@@ -182,7 +204,22 @@ class FrontEnd(RuleBasedStateMachine):
         flags = [StreamFlag.DEFAULT] * (STREAMS - 2) + [StreamFlag.FAST_SYNC]
         created = [self.portal.call(self._create_stream, f) for f in flags]
         self.streams = [self.dev.default_stream, *created]
+        self.runs_only = self.portal.call(self._create_stream, StreamFlag.DEFAULT)
+        self.executions = Executions()
+        self._model_dir = tempfile.TemporaryDirectory()
+        path = self.rt.sim.register_model(
+            f"{self._model_dir.name}/double.om",
+            inputs=[("x", (2,), "float64")],
+            outputs=[("y", (2,), "float64")],
+            fn=self.executions.body,
+        )
+        self.net = self.portal.call(self._load, path)
+        #: Failures the runs raised themselves.
+        self.run_failures = 0
         self.closed = False
+
+    async def _load(self, path: str) -> Any:
+        return await self.dev.load_model(path)
 
     async def _create_stream(self, flags: StreamFlag) -> Any:
         return await self.dev.create_stream(flags=flags)
@@ -305,6 +342,46 @@ class FrontEnd(RuleBasedStateMachine):
         self.model.abandoned(list(range(STREAMS)))
         self.portal.call(cancelled)
 
+    # -- model runs -------------------------------------------------------------------
+
+    def _run_stream(self, s: int) -> Any:
+        return self.runs_only if s == STREAMS else self.streams[s]
+
+    @rule(s=st.integers(0, STREAMS), fail=st.booleans())
+    def model_run(self, s: int, fail: bool) -> None:
+        """A completed run returns its own output or raises its own failure; it is no
+        await on the stream, so the stream's failures stay where they are."""
+        x = np.array([-1.0 if fail else 1.0, 2.0])
+
+        async def run() -> Any:
+            try:
+                return await self.net.run(self._run_stream(s), x)
+            except aclasync.AclError as exc:
+                return exc
+
+        result = self.portal.call(run)
+        if fail:
+            assert isinstance(result, aclasync.AclError), result
+            assert result.code == MODEL_EXECUTE
+            self.run_failures += 1
+        else:
+            assert not isinstance(result, BaseException), result
+            assert result[0].tolist() == [2.0, 4.0]
+
+    @rule(s=st.integers(0, STREAMS), fail=st.booleans(), checkpoints=st.integers(0, 3))
+    def cancelled_model_run(self, s: int, fail: bool, checkpoints: int) -> None:
+        """Cancelled after a few checkpoints: before or after its work was queued."""
+        x = np.array([-1.0 if fail else 1.0, 2.0])
+
+        async def cancelled() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.net.run, self._run_stream(s), x)
+                for _ in range(checkpoints):
+                    await anyio.lowlevel.checkpoint()
+                tg.cancel_scope.cancel()
+
+        self.portal.call(cancelled)
+
     @invariant()
     def launch_failures_come_out_in_launch_order(self) -> None:
         for s in range(STREAMS):
@@ -318,6 +395,13 @@ class FrontEnd(RuleBasedStateMachine):
         try:
             if not self.closed:
                 self.closed = True
+                # The runs' failures: each raised once, by its run or by the close.
+                raised = self.portal.call(attempt, self.net.aclose)
+                from_close = flatten(raised)
+                assert all(
+                    isinstance(e, aclasync.AclError) and e.code == MODEL_EXECUTE for e in from_close
+                ), from_close
+                assert self.run_failures + len(from_close) == self.executions.failed
                 for s in range(1, STREAMS):
                     raised = self.portal.call(attempt, self.streams[s].aclose)
                     expected = {f.ident for f in self.model.unreported if f.stream == s}
@@ -339,6 +423,7 @@ class FrontEnd(RuleBasedStateMachine):
                     self._portal_cm.__exit__(None, None, None)
                 finally:
                     self.rt.sim.close()
+                    self._model_dir.cleanup()
 
 
 @pytest.mark.parametrize(
