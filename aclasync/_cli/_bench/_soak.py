@@ -3,25 +3,33 @@
 On each loop: open 4 devices of one ``aclasync.sim.create(device_count=4)`` runtime
 and run, per device, a few client tasks in a loop: launches, event records and waits,
 stream and device syncs with and without timeouts, waits cancelled on purpose,
-buffer allocations and copies, short-lived streams, and a deliberately failing call
-now and then (whose ``AclError`` is expected). A 1 ms ticker in the same loop records
-how late it wakes. RSS (``/proc/self/statm``) and live threads are sampled at the
-start, after the warm-up (the first fifth of the run) and at the end.
+buffer allocations and copies, short-lived streams, a deliberately failing call now
+and then (whose ``AclError`` is expected), and ``Model.run`` calls on the client's
+stream: succeeding, failing (expected) and cancelled. A 1 ms ticker in the same loop
+records how late it wakes. RSS (``/proc/self/statm``) and live threads are sampled
+at the start, at half time and at the end; ``acl.sim.live_objects()`` before the
+devices open and after everything closed.
 
-Targets: RSS flat after warm-up (growth under 5 MiB) and no unexpected error.
+Targets: RSS flat over the second half (growth under 5 MiB), the runtime holding
+exactly what it held before, and no unexpected error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
+import sys
+import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import numpy as np
 
 import aclasync
 from aclasync import sim
@@ -30,13 +38,18 @@ from aclasync.sim import Kernel
 from ._common import BenchConfig, check, column, run_on_loop
 from ._stats import percentile
 
+if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
+    from exceptiongroup import BaseExceptionGroup
+
 __all__ = ["run"]
 
 TITLE = "Soak: mixed load on 4 devices"
 DEVICES = 4
 CLIENTS_PER_DEVICE = 4
-#: What the deliberately failing call returns (ACL_ERROR_RT_PARAM_INVALID).
-EXPECTED_CODE = 107000
+#: What the deliberately failing call returns (ACL_ERROR_RT_PARAM_INVALID), and what a
+#: failing model run raises (ACL_ERROR_RT_MODEL_EXECUTE).
+EXPECTED_CODES = frozenset({107000, 507011})
+FAILING_CALL_CODE = 107000
 _RSS_GROWTH_LIMIT_MIB = 5.0
 
 
@@ -50,15 +63,17 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         row = run_on_loop(loop, _soak, seconds)
         row["loop"] = loop
         rows.append(row)
-        growth = row["rss_end_mib"] - row["rss_warm_mib"]
+        growth = row["rss_end_mib"] - row["rss_half_mib"]
         checks.append(
             check(
-                f"RSS growth after warm-up, MiB [{loop}]",
+                f"RSS growth over the second half, MiB [{loop}]",
                 growth,
                 f"< {_RSS_GROWTH_LIMIT_MIB:g}",
                 growth < _RSS_GROWTH_LIMIT_MIB,
             )
         )
+        left = row["objects_left_count"]
+        checks.append(check(f"runtime objects left over [{loop}]", left, "== 0", left == 0))
         unexpected = row["unexpected_errors"]
         checks.append(check(f"unexpected errors [{loop}]", unexpected, "== 0", unexpected == 0))
     return {
@@ -68,10 +83,12 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             column("seconds", "s", ".1f"),
             column("operations", "ops", "d"),
             column("rss_start_mib", "RSS start MiB", ".1f"),
-            column("rss_warm_mib", "RSS warm MiB", ".1f"),
+            column("rss_half_mib", "RSS half MiB", ".1f"),
             column("rss_end_mib", "RSS end MiB", ".1f"),
             column("threads_start", "thr start", "d"),
             column("threads_end", "thr end", "d"),
+            column("model_runs", "model runs", "d"),
+            column("objects_left", "objects left", ""),
             column("stall_p99_ms", "stall p99 ms", ".2f"),
             column("stall_max_ms", "stall max ms", ".2f"),
             column("expected_errors", "expected err", "d"),
@@ -92,12 +109,15 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             }
         ],
         "notes": [
-            "RSS from /proc/self/statm: at the start (devices open), after the warm-up "
-            "(a fifth of the run) and at the end; threads: threading.active_count().",
+            "RSS from /proc/self/statm: at the start (devices open), at half time and at "
+            "the end; threads: threading.active_count().",
+            "objects left: what acl.sim.live_objects() counts after every device and "
+            "model closed, beyond what it counted before they opened.",
             "stall: lateness of a 1 ms anyio.sleep ticker in the same loop.",
-            f"expected errors: the AclError {EXPECTED_CODE} of the deliberately failing "
-            "call and the AclTimeoutError of timed waits; anything else is unexpected "
-            "and listed by type.",
+            f"expected errors: the AclError {FAILING_CALL_CODE} of the deliberately failing "
+            "call, 507011 of failing model runs (from the run, or from the model's close "
+            "for a cancelled one) and the AclTimeoutError of timed waits; anything else "
+            "is unexpected and listed by type.",
         ],
         "params": {"seconds": seconds, "devices": DEVICES, "clients": CLIENTS_PER_DEVICE},
     }
@@ -114,13 +134,28 @@ def _rss_mib() -> float:
 
 async def _soak(seconds: float) -> dict[str, Any]:
     acl = sim.create(device_count=DEVICES)
+    before = dict(acl.sim.live_objects())
     errors: Counter[str] = Counter()
-    counts = {"operations": 0, "expected": 0}
+    counts = {"operations": 0, "expected": 0, "model_runs": 0}
     stop = anyio.Event()
     ticks: list[float] = []
     samples: dict[str, Any] = {}
 
-    async def client(dev: aclasync.Device, seed: int) -> None:
+    def expected(exc: BaseException) -> bool:
+        if isinstance(exc, aclasync.AclTimeoutError) or (
+            isinstance(exc, aclasync.AclError) and exc.code in EXPECTED_CODES
+        ):
+            counts["expected"] += 1
+            return True
+        return False
+
+    def count(exc: BaseException) -> None:
+        leaves = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+        for leaf in leaves:
+            if not expected(leaf):
+                errors[type(leaf).__name__] += 1
+
+    async def client(dev: aclasync.Device, model: aclasync.Model, seed: int) -> None:
         rng = random.Random(seed)
         async with dev.create_stream() as stream:
             host = await dev.alloc_host(4096)
@@ -128,60 +163,116 @@ async def _soak(seconds: float) -> dict[str, Any]:
             try:
                 while not stop.is_set():
                     try:
-                        await _operation(dev, stream, host, device, rng)
-                    except aclasync.AclError as exc:
-                        if isinstance(exc, aclasync.AclTimeoutError) or exc.code == EXPECTED_CODE:
-                            counts["expected"] += 1
+                        if rng.randrange(12) < 2:
+                            counts["model_runs"] += 1
+                            await _model_run(model, stream, rng)
                         else:
-                            errors[type(exc).__name__] += 1
+                            await _operation(dev, stream, host, device, rng)
                     except Exception as exc:  # counted, never hidden
-                        errors[type(exc).__name__] += 1
+                        count(exc)
                     counts["operations"] += 1
             finally:
                 await host.aclose()
                 await device.aclose()
 
-    async with contextlib.AsyncExitStack() as stack:
-        devices = [
-            await stack.enter_async_context(aclasync.open_device(i, backend=acl))
-            for i in range(DEVICES)
-        ]
-        for dev in devices:
-            # A device starts its waiting thread at its first wait for unfinished
-            # work: start them all now, so that the thread count compares like with like.
-            async with dev.create_stream() as warm:
-                warm.launch(acl.sim.launch_kernel, Kernel(duration_us=1000))
-                await warm.synchronize()
-        samples["rss_start"] = _rss_mib()
-        samples["threads_start"] = threading.active_count()
-        started = time.perf_counter()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_ticker, stop, ticks)
-            for i, dev in enumerate(devices):
-                for j in range(CLIENTS_PER_DEVICE):
-                    tg.start_soon(client, dev, i * 100 + j)
-            await anyio.sleep(seconds / 5)
-            samples["rss_warm"] = _rss_mib()
-            await anyio.sleep(seconds - seconds / 5)
-            stop.set()
-        elapsed = time.perf_counter() - started
-        samples["rss_end"] = _rss_mib()
-        samples["threads_end"] = threading.active_count()
+    # A failing model body is logged by the simulator: expected here, so kept quiet.
+    quiet = _quiet_logger("aclasync.sim")
+    with quiet, tempfile.TemporaryDirectory() as folder:
+        path = acl.sim.register_model(
+            f"{folder}/soak.om",
+            inputs=[("x", (MODEL_WIDTH,), "float32")],
+            outputs=[("y", (MODEL_WIDTH,), "float32")],
+            fn=_model_body,
+            duration_us=100,
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            devices = [
+                await stack.enter_async_context(aclasync.open_device(i, backend=acl))
+                for i in range(DEVICES)
+            ]
+            models = []
+            for dev in devices:
+                # A device starts its waiting thread at its first wait for unfinished
+                # work: start them all now, so that the thread count compares like with
+                # like.
+                async with dev.create_stream() as warm:
+                    warm.launch(acl.sim.launch_kernel, Kernel(duration_us=1000))
+                    await warm.synchronize()
+                models.append(await dev.load_model(path))
+            samples["rss_start"] = _rss_mib()
+            samples["threads_start"] = threading.active_count()
+            started = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_ticker, stop, ticks)
+                for i, dev in enumerate(devices):
+                    for j in range(CLIENTS_PER_DEVICE):
+                        tg.start_soon(client, dev, models[i], i * 100 + j)
+                await anyio.sleep(seconds / 2)
+                samples["rss_half"] = _rss_mib()
+                await anyio.sleep(seconds / 2)
+                stop.set()
+            elapsed = time.perf_counter() - started
+            for model in models:  # raises the failures of cancelled runs
+                try:
+                    await model.aclose()
+                except Exception as exc:
+                    count(exc)
+            samples["rss_end"] = _rss_mib()
+            samples["threads_end"] = threading.active_count()
+    after = dict(acl.sim.live_objects())
     acl.sim.close()
+    left = {k: after.get(k, 0) - before.get(k, 0) for k in {*before, *after}}
     return {
         "seconds": elapsed,
         "operations": counts["operations"],
+        "model_runs": counts["model_runs"],
         "rss_start_mib": samples["rss_start"],
-        "rss_warm_mib": samples["rss_warm"],
+        "rss_half_mib": samples["rss_half"],
         "rss_end_mib": samples["rss_end"],
         "threads_start": samples["threads_start"],
         "threads_end": samples["threads_end"],
+        "objects_left": ", ".join(f"{k}: {n:+d}" for k, n in sorted(left.items()) if n) or "-",
+        "objects_left_count": sum(abs(n) for n in left.values()),
         "stall_p99_ms": percentile(ticks, 99) * 1e3,
         "stall_max_ms": max(ticks) * 1e3,
         "expected_errors": counts["expected"],
         "unexpected_errors": sum(errors.values()),
         "errors": ", ".join(f"{name}: {n}" for name, n in sorted(errors.items())) or "-",
     }
+
+
+MODEL_WIDTH = 256
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    """Silence a logger below CRITICAL for the block."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _model_body(x: Any) -> Any:
+    """The soak's model: fails on a negative first element, as a faulting model would."""
+    if x[0] < 0:
+        raise ValueError("negative input")
+    return x * 2.0
+
+
+async def _model_run(model: aclasync.Model, stream: aclasync.Stream, rng: random.Random) -> None:
+    """A run on the client's stream: a quarter fail, a quarter are cancelled mid-way."""
+    x = np.full(MODEL_WIDTH, -1.0 if rng.random() < 0.25 else 1.0, dtype=np.float32)
+    if rng.random() < 0.25:
+        with anyio.move_on_after(rng.uniform(0, 0.0003)):  # abandoned on purpose
+            await model.run(stream, x)
+        return
+    (y,) = await model.run(stream, x)
+    if y[0] != 2.0:
+        raise AssertionError(f"model run returned {y[:4]}, expected 2.0")
 
 
 async def _operation(
@@ -225,7 +316,7 @@ async def _operation(
 
 
 def _failing_call(*_: Any) -> int:
-    return EXPECTED_CODE
+    return FAILING_CALL_CODE
 
 
 async def _ticker(stop: anyio.Event, lateness: list[float]) -> None:
