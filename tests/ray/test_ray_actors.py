@@ -94,6 +94,24 @@ def test_dispatch_raises_when_every_actor_is_gone() -> None:
         list(dispatch([actor], "square", [[1.0], [2.0]]))
 
 
+@pytest.mark.xfail(strict=True, reason="issue 21")
+def test_actor_lost_error_counts_read_and_unread_items() -> None:
+    actor = Squarer.remote(backend="sim")
+    ray.get(actor.describe.remote())
+    ray.kill(actor)
+    items = [[float(i)] for i in range(40)]
+    with pytest.raises(ActorLostError) as listed:
+        list(dispatch([actor], "square", items, in_flight=2))
+    message = str(listed.value)
+    assert "2 item(s) read and unfinished" in message, message
+    assert "38 never read" in message, message
+    with pytest.raises(ActorLostError) as generated:
+        list(dispatch([actor], "square", iter(items), in_flight=2))
+    message = str(generated.value)
+    assert "2 item(s) read and unfinished" in message, message
+    assert "the rest of the items were never read" in message, message
+
+
 def test_a_gracefully_exiting_actor_closes_its_device() -> None:
     actor = Squarer.remote(backend="sim")
     ray.get(actor.square.remote([2.0]))
