@@ -136,8 +136,10 @@ class Device(AsyncResource):
         """Wait for the work queued so far on all of this device's streams.
 
         Then raises the device's oldest unreported failure, if any (any stream's).
-        ``timeout`` expiry raises ``AclTimeoutError``; cancellation abandons the wait.
-        Neither consumes a failure.
+        A stream force-closed meanwhile is not waited for (its queued work was
+        dropped; the forced close is that stream's to report). ``timeout`` expiry
+        raises ``AclTimeoutError``; cancellation abandons the wait. Neither consumes
+        a failure.
         """
         await self._state.synchronize(check_timeout(timeout))
 

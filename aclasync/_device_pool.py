@@ -67,6 +67,7 @@ class DevicePool:
         self._devices: list[Device] = []
         self._pool: StreamPool | None = None
         self._entered = False
+        self._close_done: anyio.Event | None = None
 
     def __repr__(self) -> str:
         return f"<aclasync.DevicePool devices={self._ids} streams_per_device={self._per_device}>"
@@ -119,14 +120,24 @@ class DevicePool:
         await self.aclose()
 
     async def aclose(self, *, timeout: float | None = None) -> None:
-        """Close the pool (see ``StreamPool.aclose``), then every device. Idempotent.
+        """Close the pool (see ``StreamPool.aclose``), then every device. Idempotent: a
+        call while another is under way returns when that one is complete.
 
         Runs to completion even when cancelled.
         """
-        with anyio.CancelScope(shield=True):
-            try:
-                if self._pool is not None:
-                    await self._pool.aclose(timeout=timeout)
-            finally:
-                await self._exits.aclose()
+        if self._close_done is not None:  # a second caller: wait for the first
+            with anyio.CancelScope(shield=True):
+                await self._close_done.wait()
+            await anyio.lowlevel.checkpoint()
+            return
+        done = self._close_done = anyio.Event()
+        try:
+            with anyio.CancelScope(shield=True):
+                try:
+                    if self._pool is not None:
+                        await self._pool.aclose(timeout=timeout)
+                finally:
+                    await self._exits.aclose()
+        finally:
+            done.set()
         await anyio.lowlevel.checkpoint()

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from ._errors import AclasyncError, AclTimeoutError, raise_for_status, report
+from ._errors import AclasyncError, AclError, AclTimeoutError, raise_for_status, report
 from ._lanes import EventRecord, Lane
 from ._loop import Waiter, current_delivery
 from ._options import WorkerOptions
@@ -202,19 +202,25 @@ class DeviceState:
         """Wait for every stream of the device; report the device's oldest failure."""
         self.check_open()
         delivery = current_delivery()
-        waiters = []
+        waits = []
         for lane in self._lanes:
             waiter = delivery.new_waiter()
             self.worker.fence(lane, waiter, timed=timeout is not None)
-            waiters.append(waiter)
+            waits.append((lane, waiter))
         on_timeout = self._timeout("aclasync.Device.synchronize", timeout, None, event=False)
         deadline = None if timeout is None else anyio.current_time() + timeout
         try:
-            for waiter in waiters:
+            for lane, waiter in waits:
                 left = None if deadline is None else max(0.0, deadline - anyio.current_time())
-                await waiter.wait(left, on_timeout=on_timeout)
+                try:
+                    await waiter.wait(left, on_timeout=on_timeout)
+                except anyio.ClosedResourceError:
+                    # A stream force-closed meanwhile: its dropped work is nothing to
+                    # wait for, and the forced close is that stream's to report.
+                    if self.closed or not lane.forced:
+                        raise
         except BaseException:
-            for waiter in waiters:
+            for _, waiter in waits:
                 waiter.abandoned = True
             raise
         self.report_device()
@@ -352,7 +358,12 @@ class DeviceState:
             self.forget_event(lane, *made)
             await anyio.lowlevel.checkpoint()
 
-        handle, record = await self.create(make, give_back)
+        try:
+            handle, record = await self.create(make, give_back)
+        except AclError:
+            if report and lane.errors:  # a stopped stream: the failure that stopped it
+                self.report(lane)
+            raise
         if report and lane.errors:  # reported instead of returning the event: give it back
             self.forget_event(lane, handle, record)
             self.report(lane)

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
-from ._errors import raise_for_status
+from ._errors import AclError, raise_for_status
 from ._factory import AsyncResource
+from ._pyacl.codes import ErrorCode
 from ._waits import check_timeout
 
 if TYPE_CHECKING:
@@ -105,6 +106,14 @@ class Event(AsyncResource):
             raise TypeError(f"end must be an aclasync.Event, got {type(end).__name__}")
         if not (self._timing and end.timing):
             raise ValueError("elapsed_time needs two events recorded with timing=True")
+        if end.stream.device is not self._stream.device:
+            raise AclError(
+                int(ErrorCode.ACL_ERROR_RT_PARAM_INVALID),
+                "acl.rt.event_elapsed_time",
+                device=self._state.device_id,
+                detail=f"{end!r} belongs to another device: both events must be "
+                "recorded on one device (pyACL: on the same stream)",
+            )
         await self.synchronize()
         await end.synchronize()
         rt = self._state.acl.rt

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -167,14 +168,24 @@ class Delivery:
 
 
 class _AsyncioDelivery(Delivery):
+    # The loop is held weakly: the run variable that keeps this delivery lives in a
+    # mapping keyed weakly by the loop, so a strong reference here would keep every
+    # loop that ever used aclasync alive.
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(cast("Callable[[Callable[[], None]], None]", loop.call_soon_threadsafe))
-        self._loop = loop
+        loop_ref = weakref.ref(loop)
+
+        def signal(callback: Callable[[], None]) -> None:
+            alive = loop_ref()
+            if alive is None:
+                raise RuntimeError("the event loop is gone")
+            alive.call_soon_threadsafe(callback)
+
+        super().__init__(signal)
 
     async def park(self, waiter: Waiter) -> None:
         # A fresh future per park: a cancelled await cancels its future, and a wait
         # whose timeout ran out before the worker looked parks a second time.
-        future = waiter._future = self._loop.create_future()
+        future = waiter._future = asyncio.get_running_loop().create_future()
         if waiter.result is not None:  # resolved between the caller's check and now
             future.set_result(None)
         try:
@@ -192,7 +203,15 @@ class _TrioDelivery(Delivery):
     def __init__(self) -> None:
         import trio.lowlevel
 
-        super().__init__(trio.lowlevel.current_trio_token().run_sync_soon)
+        token_ref = weakref.ref(trio.lowlevel.current_trio_token())
+
+        def signal(callback: Callable[[], None]) -> None:
+            token = token_ref()
+            if token is None:
+                raise RuntimeError("the trio run is over")
+            token.run_sync_soon(callback)
+
+        super().__init__(signal)
         self._lowlevel = trio.lowlevel
 
     async def park(self, waiter: Waiter) -> None:
@@ -208,9 +227,10 @@ class _TrioDelivery(Delivery):
 
 
 class _LastDelivery(threading.local):
-    """The delivery this thread used last, and the loop (or trio token) it belongs to."""
+    """The delivery this thread used last, and (weakly) the loop or trio token it
+    belongs to: the thread must not keep a finished loop alive."""
 
-    key: object = None
+    key: weakref.ref[Any] | None = None
     delivery: Delivery | None = None
 
 
@@ -239,12 +259,12 @@ def current_delivery() -> Delivery:
     """
     key = _loop_key()
     last = _last
-    if key is not None and last.key is key:
+    if key is not None and last.key is not None and last.key() is key:
         delivery = last.delivery
         assert delivery is not None
         return delivery
     delivery = _find_delivery()
-    last.key = key
+    last.key = None if key is None else weakref.ref(key)
     last.delivery = delivery
     return delivery
 

@@ -11,10 +11,11 @@ import anyio.lowlevel
 import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._errors import raise_for_status
+from ._errors import AclError, raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
 from ._lanes import Lane
+from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
 from ._waits import check_bool, check_timeout
 
@@ -125,13 +126,24 @@ class Stream(AsyncResource):
     def wait_event(self, event: Event) -> None:
         """Make later work on this stream wait until *event* completes (device-side).
 
-        Synchronous and non-blocking: queues ``acl.rt.stream_wait_event``.
+        Synchronous and non-blocking: queues ``acl.rt.stream_wait_event``. An event of
+        another device raises ``AclError`` 107000 (``ACL_ERROR_RT_PARAM_INVALID``) at
+        once: streams and events belong to their device's context.
         """
         if not isinstance(event, Event):
             raise TypeError(f"wait_event() needs an aclasync.Event, got {type(event).__name__}")
         if event.closed:
             raise anyio.ClosedResourceError(f"{event!r} is closed")
         self._check_open()
+        if event.stream.device is not self._device:
+            raise AclError(
+                int(ErrorCode.ACL_ERROR_RT_PARAM_INVALID),
+                "acl.rt.stream_wait_event",
+                device=self._device.id,
+                stream=self.handle,
+                detail=f"{event!r} belongs to device {event.stream.device.id}: an event "
+                "waited on must be of the stream's own device (its context)",
+            )
         rt = self._device.acl.rt
         handle = event.handle
         self._state.launch(

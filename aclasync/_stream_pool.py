@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import math
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Sequence
@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from ._errors import AclError
+from ._errors import AclError, report
 from ._factory import AsyncResource
 from ._pyacl.constants import StreamFlag
+from ._waits import check_timeout
+
+if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
+    from exceptiongroup import ExceptionGroup
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -103,6 +107,7 @@ class StreamPool(AsyncResource):
         self._waiters: deque[_Waiter] = deque()
         self._leases: set[anyio.CancelScope] = set()
         self._all_returned: anyio.Event | None = None
+        self._close_done: anyio.Event | None = None
         self._tickets = itertools.count()
         self._last_granted = -1
         self._grants = 0
@@ -180,25 +185,30 @@ class StreamPool(AsyncResource):
         Waits (in arrival order) while every stream is lent out. Cancellation while
         waiting leaves the queue; a stream granted at that very moment passes on to the
         next borrower. On exit the pool awaits the stream's queued work, shielded from
-        cancellation, before lending it again; if that work failed, the stream is
-        replaced and the ``AclError`` is raised here. Raises
-        ``anyio.ClosedResourceError`` if the pool is closed, or if ``aclose(timeout=...)``
-        ran out of time and force-closed the stream while it was borrowed.
+        cancellation, before lending it again. The failures that work left are raised
+        here, each once (one as itself, several as an ``ExceptionGroup``), and the
+        stream is replaced; a body that raised keeps its exception, with the failures
+        added as notes. Raises ``anyio.ClosedResourceError`` if the pool is closed, or
+        if ``aclose(timeout=...)`` ran out of time and force-closed the stream while it
+        was borrowed.
         """
         stream = await self._acquire()
         lease = anyio.CancelScope()
         self._leases.add(lease)
-        failure: BaseException | None = None
         try:
             with lease:
                 yield stream
-        finally:
+        except BaseException as exc:
             self._leases.discard(lease)
-            failure = await self._recycle(stream)
+            report(await self._recycle(stream), exc)
+            raise
+        self._leases.discard(lease)
+        failures = await self._recycle(stream)
         if lease.cancelled_caught:
-            raise anyio.ClosedResourceError(self._close_reason)
-        if failure is not None:
-            raise failure
+            closed = anyio.ClosedResourceError(self._close_reason)
+            report(failures, closed)
+            raise closed
+        report(failures)
 
     async def _acquire(self) -> Stream:
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -226,49 +236,60 @@ class StreamPool(AsyncResource):
         assert waiter.stream is not None
         return waiter.stream
 
-    async def _recycle(self, stream: Stream) -> BaseException | None:
-        """Make a returned stream fit to lend again and put it back; shielded."""
-        if self._forced:
-            self._put_back(stream)
-            return None
-        if stream._settled():  # synced by its borrower, nothing queued since
-            self._put_back(stream)
-            return None
-        failure: BaseException | None = None
-        with anyio.CancelScope(shield=True):
-            try:
-                await stream.synchronize()
-            except AclError as exc:
-                failure = exc
-                replacement = await self._replace(stream)
-                self._settle(stream)
-                if replacement is None:
-                    return failure
-                stream = replacement
-                self._lent_at[stream] = time.monotonic()
-                self._in_flight[stream.device.id] += 1
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-                self._drop(stream)
-                self._settle(stream)
-                return None if self._closing else exc
-        self._put_back(stream)
-        return failure
+    async def _recycle(self, stream: Stream) -> list[BaseException]:
+        """Make a returned stream fit to lend again and put it back; shielded.
 
-    async def _replace(self, stream: Stream) -> Stream | None:
-        """Close a failed stream and create its successor; None if creation failed."""
+        Returns the failures its work left, for the borrower's exit to report. Whatever
+        happens meanwhile (a backend fault included), the stream stops counting as lent
+        and the pool goes on with it, its replacement, or one stream fewer.
+        """
+        if self._forced or stream._settled():  # settled: synced, nothing queued since
+            self._put_back(stream)
+            return []
+        failures: list[BaseException] = []
+        keep: Stream | None = None
+        try:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await stream.synchronize()
+                    keep = stream
+                except AclError as exc:
+                    failures = [exc, *stream._state.take_failures(stream._lane)]
+                    keep = await self._replace(stream, failures)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                    self._drop(stream)
+                    if not self._closing:
+                        failures.append(exc)
+        finally:
+            if keep is stream:
+                self._put_back(stream)
+            else:
+                self._settle(stream)
+                if keep is not None:
+                    self._hand_on(keep)
+        return failures
+
+    async def _replace(self, stream: Stream, failures: list[BaseException]) -> Stream | None:
+        """Close a failed stream and create its successor (None if that failed);
+        failures met on the way are added to *failures*."""
         device = stream.device
         self._replaced += 1
-        # Its work already failed; the successor is what matters.
-        with contextlib.suppress(AclError):
+        try:
             await stream.aclose(force=True)
+        except ExceptionGroup as group:  # its last failures, seen by the close
+            failures.extend(group.exceptions)
+        except Exception as exc:  # an AclError, or a backend fault: reported, never hung on
+            failures.append(exc)
         try:
             return await device.create_stream(flags=self._flags, priority=self._priority)
-        except (AclError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+        except Exception as exc:
             self._capacity[device.id] -= 1
             if self.size == 0:
                 self._fail_waiters(
                     anyio.BrokenResourceError(f"{self!r} has no streams left: {exc}")
                 )
+            if not isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)):
+                failures.append(exc)
             return None
 
     # -- closing ---------------------------------------------------------------------
@@ -279,13 +300,21 @@ class StreamPool(AsyncResource):
         Queued borrowers get ``anyio.ClosedResourceError`` at once. With ``timeout``
         (seconds), borrowers still holding a stream after that long are cancelled, get
         ``anyio.ClosedResourceError`` saying why, and the streams are force-closed
-        (queued work dropped). Idempotent; runs to completion even when cancelled.
+        (queued work dropped). Idempotent: a call while another is under way returns
+        when that one is complete. Runs to completion even when cancelled.
         """
-        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout >= 0):
-            raise ValueError(f"timeout must be None or a number >= 0, got {timeout!r}")
-        if self._closing:
-            await anyio.lowlevel.checkpoint()
+        timeout = check_timeout(timeout)
+        if self._close_done is not None:  # a second caller: wait for the first
+            with anyio.CancelScope(shield=True):
+                await self._close_done.wait()
             return
+        self._close_done = anyio.Event()
+        try:
+            await self._close(timeout)
+        finally:
+            self._close_done.set()
+
+    async def _close(self, timeout: float | None) -> None:
         self._closing = True
         self._close_reason = f"{self!r} is closed"
         self._fail_waiters(anyio.ClosedResourceError(self._close_reason))
@@ -356,8 +385,12 @@ class StreamPool(AsyncResource):
             self._all_returned.set()
 
     def _put_back(self, stream: Stream) -> None:
-        """Hand *stream* to the oldest waiter, or keep it free."""
+        """Take *stream* back from its borrower: to the oldest waiter, or free."""
         self._settle(stream)
+        self._hand_on(stream)
+
+    def _hand_on(self, stream: Stream) -> None:
+        """Give a stream nobody holds to the oldest waiter, or keep it free."""
         if self._waiters and not self._closing:
             waiter = self._waiters.popleft()
             waiter.stream = stream

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 __all__ = ["check_bool", "check_timeout"]
 
 
-def check_timeout(timeout: float | None) -> float | None:
+def check_timeout(timeout: object) -> float | None:
     """Validate a ``timeout=`` argument (seconds); ``None`` and ``inf`` mean no limit."""
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+    # Any real number type (numpy's integers and floats too), but not a bool.
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
         raise TypeError(
             f"timeout must be a number of seconds or None, not {type(timeout).__name__}"
         )
-    if math.isnan(timeout) or timeout < 0:
+    seconds = float(timeout)
+    if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
-    return None if math.isinf(timeout) else float(timeout)
+    return None if math.isinf(seconds) else seconds
 
 
 def check_bool(value: object, name: str) -> bool:

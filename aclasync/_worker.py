@@ -309,12 +309,20 @@ class DeviceWorker(Watching):
             return None
         error = self._error(ret, api or self.api_name(fn), lane)
         if ret == STREAM_ABORT:
-            # A stopped stream refuses every later call: one report says so.
+            # A stopped stream refuses every later call: one report says so, after the
+            # failure that stopped it (rule 4: a cause before what it provoked).
             if lane.aborted:
                 return error
-            lane.aborted = True
+            self._stopped(lane)
         self._fail(lane, error)
         return error
+
+    def _stopped(self, lane: Lane) -> None:
+        """*lane* refused a call (107023): collect the failure that stopped it first,
+        if no sync has yet (``synchronize_stream`` returns it once)."""
+        with self.lock:
+            self._collect(lane)
+        lane.aborted = True
 
     def _call(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
         self._calls += 1
@@ -379,7 +387,12 @@ class DeviceWorker(Watching):
         """
         if lane.open_fence is not None:
             self._close_fence(lane)
-        event = self.handles.record(lane, timing)
+        try:
+            event = self.handles.record(lane, timing)
+        except AclError as exc:
+            if exc.code == STREAM_ABORT and not lane.aborted:
+                self._stopped(lane)
+            raise
         lane.launches += 1
         return event, EventRecord(lane.next_seq())
 

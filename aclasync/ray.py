@@ -37,7 +37,7 @@ import contextlib
 import dataclasses
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Any
 
 import anyio
@@ -260,8 +260,20 @@ class Completed:
     value: Any
 
 
+def _lost_message(actors: int, unfinished: int, read: int, items: Iterable[Any]) -> str:
+    """What ``ActorLostError`` says: the items read and unfinished, and the rest."""
+    message = f"all {actors} actors died; {unfinished} item(s) read and unfinished"
+    if isinstance(items, Sized):
+        return f"{message}, {len(items) - read} never read"
+    return f"{message}; the rest of the items were never read"
+
+
 class ActorLostError(AclasyncError, RuntimeError):
-    """Every actor given to :func:`dispatch` died before the work was done."""
+    """Every actor given to :func:`dispatch` died before the work was done.
+
+    Its message says how many items were read from the source and left unfinished,
+    and how many were never read (when the source has a length).
+    """
 
 
 def dispatch(
@@ -295,6 +307,11 @@ def dispatch(
     if in_flight < 1:
         raise ValueError(f"in_flight must be >= 1, got {in_flight}")
     source = iter(enumerate(items))
+    taken = 0
+
+    def read() -> int:
+        return taken
+
     retry: deque[tuple[int, Any]] = deque()
     alive = set(range(len(actors)))
     load = dict.fromkeys(alive, 0)
@@ -307,11 +324,14 @@ def dispatch(
             return retry.popleft()
         if exhausted:
             return None
+        nonlocal taken
         try:
-            return next(source)
+            work = next(source)
         except StopIteration:
             exhausted = True
             return None
+        taken += 1
+        return work
 
     def submit() -> None:
         for actor in sorted(alive, key=load.__getitem__):
@@ -343,8 +363,7 @@ def dispatch(
                 # through this branch and are queued again.
                 if not alive:
                     raise ActorLostError(
-                        f"all {len(actors)} actors died; {len(retry) + len(pending)} "
-                        "item(s) unfinished"
+                        _lost_message(len(actors), len(retry) + len(pending), read(), items)
                     ) from None
                 submit()
                 continue

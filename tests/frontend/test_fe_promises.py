@@ -40,7 +40,6 @@ BACKENDS = [
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.xfail(strict=True, reason="issue 21")
 def test_an_event_loop_that_used_aclasync_is_freed(backend: tuple[str, dict[str, Any]]) -> None:
     """Each run's loop (or trio run) is collected once it ended."""
     rt = aclasync.sim.create(device_count=1)
@@ -104,7 +103,6 @@ async def _raised(wait: Callable[[], Awaitable[Any]]) -> BaseException | None:
         ("record_event_nowait", "event"),
     ],
 )
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_a_stopped_stream_reports_its_cause_before_the_refusals(
     rt: Any, refused: str, waiter: str
 ) -> None:
@@ -138,7 +136,6 @@ async def test_a_stopped_stream_reports_its_cause_before_the_refusals(
 
 
 @pytestmark_async
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_device_synchronize_waits_for_the_rest_when_a_stream_is_force_closed(
     rt: Any,
 ) -> None:
@@ -175,7 +172,6 @@ async def test_device_synchronize_waits_for_the_rest_when_a_stream_is_force_clos
 
 
 @pytestmark_async
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_numpy_integers_are_timeouts(rt: Any) -> None:
     with anyio.fail_after(LIMIT_S):
         async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as s:
@@ -192,7 +188,6 @@ async def test_numpy_integers_are_timeouts(rt: Any) -> None:
 
 
 @pytestmark_async
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_events_of_another_device_raise_pyacls_code(rt: Any) -> None:
     with anyio.fail_after(LIMIT_S):
         async with (

@@ -42,7 +42,6 @@ def codes(exc: BaseException) -> list[int]:
     return [exc.code]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_a_returned_stream_reports_each_of_its_failures_once(rt: Any) -> None:
     with anyio.fail_after(LIMIT_S):
         async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
@@ -56,7 +55,6 @@ async def test_a_returned_stream_reports_each_of_its_failures_once(rt: Any) -> N
             await dev.synchronize()  # nothing left to report
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_a_raising_body_carries_the_borrowed_streams_failure(rt: Any) -> None:
     with anyio.fail_after(LIMIT_S):
         async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
@@ -72,7 +70,6 @@ async def test_a_raising_body_carries_the_borrowed_streams_failure(rt: Any) -> N
 
 
 @pytest.mark.parametrize("kind", ["device pool", "stream pool"])
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_every_aclose_returns_once_the_close_is_complete(
     rt: Any, gate: threading.Event, kind: str
 ) -> None:
@@ -154,7 +151,6 @@ class _FaultyRt:
         return call
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21")
 async def test_a_backend_fault_while_replacing_a_stream_never_hangs_the_pool(rt: Any) -> None:
     acl = _FaultyReplacements(rt)
     with anyio.fail_after(LIMIT_S):

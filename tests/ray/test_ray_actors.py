@@ -94,7 +94,6 @@ def test_dispatch_raises_when_every_actor_is_gone() -> None:
         list(dispatch([actor], "square", [[1.0], [2.0]]))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21")
 def test_actor_lost_error_counts_read_and_unread_items() -> None:
     actor = Squarer.remote(backend="sim")
     ray.get(actor.describe.remote())
