@@ -211,7 +211,7 @@ class _DeviceOpener(Creation[Device]):
         self._options = options
 
     def __repr__(self) -> str:
-        return f"<aclasync.open_device({self._device_id}) not opened yet>"
+        return f"<aclasync.open_device({self._device_id}) opener: async with it, or await it>"
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names the opener lacks: a Device's, used before opening it.
