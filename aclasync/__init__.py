@@ -15,7 +15,8 @@
 
 The public names are re-exported lazily (through a module ``__getattr__``, as anyio
 does), so ``import aclasync.sim`` loads the simulator alone: neither anyio nor the
-async front end.
+async front end. The simulator subpackage loads the same way on first use:
+``import aclasync`` then ``aclasync.sim.create()`` works without ``import aclasync.sim``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import typing as _typing
 from ._version import __version__ as __version__
 
 if _typing.TYPE_CHECKING:
+    from . import sim as sim
     from ._buffers import DeviceBuffer as DeviceBuffer
     from ._buffers import HostBuffer as HostBuffer
     from ._device import Device as Device
@@ -108,7 +110,16 @@ __all__ = [
 ]
 
 
+#: Subpackages loaded on first attribute access (``aclasync.sim.create()`` after a plain
+#: ``import aclasync``). Not ``aclasync.ray`` nor ``aclasync.testing``: they import Ray
+#: and pytest, which a plain install does not have.
+_SUBPACKAGES = frozenset({"sim"})
+
+
 def __getattr__(name: str) -> _typing.Any:
+    if name in _SUBPACKAGES:
+        # import_module sets the attribute on this package, so this runs once.
+        return _importlib.import_module(f".{name}", __name__)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'aclasync' has no attribute {name!r}")

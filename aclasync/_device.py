@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import inspect
 import os
+import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -14,8 +14,9 @@ from ._device_state import DeviceState
 from ._factory import AsyncResource, Creation
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
+from ._stream_config import check_stream_config
 from ._stream_pool import StreamPool, stream_pool
-from ._waits import check_timeout
+from ._waits import check_plain_callable, check_timeout
 from ._worker import WorkerOptions
 
 if TYPE_CHECKING:
@@ -24,12 +25,15 @@ if TYPE_CHECKING:
 __all__ = ["Device", "StreamCreation", "open_device"]
 
 _T = TypeVar("_T")
-#: The priority range of create_stream_with_config (pyACL 1.15 header: 0-7).
-_MAX_PRIORITY = 7
 
 
 class Device(AsyncResource):
-    """An open device. Get one from ``async with aclasync.open_device(...) as dev``.
+    """An open device. Get one from ``async with aclasync.open_device(...) as dev``, or
+    ``dev = await aclasync.open_device(...)`` and close it with ``await dev.aclose()``
+    (a device collected unclosed warns with ``ResourceWarning``).
+
+    Any event loop may use it, in any thread, not only the one that opened it: each
+    await is answered on the loop that awaits.
 
     Failures of queued work are reported by the rule in the README ("Errors"):
     once each, by the first await on their stream or on the device that completes
@@ -40,6 +44,18 @@ class Device(AsyncResource):
         self._backend_name = backend_name
         self._state = DeviceState(acl, device_id, options)
         self._default_stream = Stream._create(self, self._state, self._state.default_lane, 0, 0)
+
+    def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
+        # As asyncio's transports do: a device nobody closed keeps its worker thread
+        # and its runtime resources; say so when it is collected (-W default shows it).
+        state = getattr(self, "_state", None)
+        if state is not None and not state.closed:
+            _warn(
+                f"unclosed {self!r}: close it with `await dev.aclose()` or open it with "
+                "`async with aclasync.open_device(...) as dev`",
+                ResourceWarning,
+                source=self,
+            )
 
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
@@ -77,18 +93,14 @@ class Device(AsyncResource):
         """Create a stream with ``acl.rt.create_stream_with_config(priority, flags)``.
 
         Use as ``s = await dev.create_stream()`` or ``async with dev.create_stream() as s``
-        (which closes the stream on exit). *priority* is 0 (highest) to 7. A
-        cancellation that arrives while the stream is being made destroys it again:
-        nothing is left behind.
+        (which closes the stream on exit). *priority* is 0 (highest) to 7. *flags*
+        combines ``StreamFlag`` members; bits pyACL does not define, and the flags under
+        which a sync returns at once (``PERSISTENT``, ``CPU_SCHEDULE``,
+        ``DEVICE_USE_ONLY``), are a ``ValueError``. A cancellation that arrives while
+        the stream is being made destroys it again: nothing is left behind.
         """
-        for name, value in (("flags", flags), ("priority", priority)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if flags < 0:
-            raise ValueError(f"flags must be >= 0, got {flags}")
-        if not 0 <= priority <= _MAX_PRIORITY:
-            raise ValueError(f"priority must be 0 to {_MAX_PRIORITY}, got {priority}")
-        return StreamCreation(self, int(flags), int(priority))
+        flags, priority = check_stream_config(flags, priority)
+        return StreamCreation(self, flags, priority)
 
     async def _create_private_stream(self, flags: int) -> Stream:
         """A stream for a ``Model``'s runs: ``synchronize`` waits for it but leaves its
@@ -105,15 +117,7 @@ class Device(AsyncResource):
         meanwhile, so keep such calls short. ``fn`` must be a plain function (a
         coroutine function is a ``TypeError``). Cancellation abandons the wait only.
         """
-        if not callable(fn):
-            raise TypeError(f"call() needs a callable, got {type(fn).__name__}")
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)  # noqa: B004 - callable objects too
-        ):
-            raise TypeError(
-                "call() runs fn on the worker thread: pass a plain function, "
-                "not a coroutine function (async def)"
-            )
+        check_plain_callable(fn, "call()")
         return await self._state.roundtrip(lambda: fn(*args))
 
     async def alloc(self, nbytes: int) -> DeviceBuffer:
@@ -195,7 +199,7 @@ def _check_nbytes(nbytes: object) -> int:
 class StreamCreation(Creation[Stream]):
     """What ``Device.create_stream()`` returns: await it, or use it with ``async with``."""
 
-    def __init__(self, device: Device, flags: int, priority: int) -> None:
+    def __init__(self, device: Device, flags: StreamFlag, priority: int) -> None:
         self._device = device
         self._flags = flags
         self._priority = priority
@@ -215,6 +219,20 @@ class _DeviceOpener(Creation[Device]):
         self._backend = backend
         self._options = options
 
+    def __repr__(self) -> str:
+        return f"<aclasync.open_device({self._device_id}) opener: async with it, or await it>"
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the opener lacks: a Device's, used before opening it.
+        if not name.startswith("_") and hasattr(Device, name):
+            raise AttributeError(
+                f"open_device() returns an opener, not a Device: it has no {name!r}. Use "
+                f"`async with aclasync.open_device(...) as dev:` (closed at the end of the "
+                f"block), or `dev = await aclasync.open_device(...)` and later "
+                f"`await dev.aclose()`; then dev.{name}"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     async def _create(self) -> Device:
         acl, name = resolve_backend(self._backend)
         device = Device._create(acl, name, self._device_id, self._options)
@@ -226,6 +244,9 @@ def open_device(
     device_id: int = 0, *, backend: object = None, options: WorkerOptions | None = None
 ) -> _DeviceOpener:
     """Open a device: ``async with aclasync.open_device(0, backend="sim") as dev``.
+
+    Or ``dev = await aclasync.open_device(0, backend="sim")``, then ``await dev.aclose()``
+    when done. The opener returned is no ``Device``: use one of these two forms.
 
     Parameters
     ----------

@@ -17,7 +17,7 @@ from ._factory import AsyncResource
 from ._lanes import Lane
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
-from ._waits import check_bool, check_timeout
+from ._waits import check_bool, check_plain_callable, check_timeout
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -51,7 +51,7 @@ class Stream(AsyncResource):
         self._device = device
         self._state = state
         self._lane = lane
-        self._flags = StreamFlag(flags & (StreamFlag.FAST_LAUNCH | StreamFlag.FAST_SYNC))
+        self._flags = StreamFlag(flags)
         self._priority = priority
         self._closed = False
 
@@ -73,6 +73,7 @@ class Stream(AsyncResource):
 
     @property
     def flags(self) -> StreamFlag:
+        """The flags the stream was created with, as passed."""
         return self._flags
 
     @property
@@ -90,11 +91,18 @@ class Stream(AsyncResource):
 
         This is pyACL's stream-last convention (``acl.rt.memcpy_async``,
         ``acl.rt.launch_callback``, ``acl.sim.launch_kernel`` ...). It never waits for
-        the worker. A non-zero status (or an exception) from the call is a failure of
-        this stream, raised by a later await (see the class docstring).
+        the worker. ``fn`` must return a pyACL status: an ``int`` (0 is success), or a
+        tuple whose last item is one, as pyACL's calls do. A non-zero status, an
+        exception, or a result that is not a status (a ``TypeError`` saying so) is a
+        failure of this stream, raised by a later await (see the class docstring).
+
+        Raises
+        ------
+        TypeError
+            At once, if *fn* is not callable or is a coroutine function (``async def``):
+            the worker thread runs plain functions only.
         """
-        if not callable(fn):
-            raise TypeError(f"launch() needs a callable, got {type(fn).__name__}")
+        check_plain_callable(fn, "launch()")
         if self._closed:
             raise anyio.ClosedResourceError(f"{self!r} is closed")
         self._state.launch(self._lane, fn, args)  # checks the device is open

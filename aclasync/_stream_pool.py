@@ -18,6 +18,7 @@ import anyio.lowlevel
 from ._errors import AclError, report
 from ._factory import AsyncResource
 from ._pyacl.constants import StreamFlag
+from ._stream_config import check_stream_config
 from ._waits import check_timeout
 
 if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
@@ -433,11 +434,9 @@ def stream_pool(
     size_name: str = "size",
 ) -> StreamPool:
     """Check the arguments and build an unopened ``StreamPool`` over *devices*."""
-    for name, value in ((size_name, per_device), ("flags", flags), ("priority", priority)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if isinstance(per_device, bool) or not isinstance(per_device, int):
+        raise TypeError(f"{size_name} must be an int, got {type(per_device).__name__}")
     if per_device < 1:
         raise ValueError(f"{size_name} must be >= 1, got {per_device}")
-    if flags < 0:
-        raise ValueError(f"flags must be >= 0, got {flags}")
-    return StreamPool._create(devices, per_device, int(flags), priority)
+    flags, priority = check_stream_config(flags, priority)
+    return StreamPool._create(devices, per_device, flags, priority)

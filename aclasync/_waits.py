@@ -1,11 +1,16 @@
-"""Validation of the arguments waits and creations take."""
+"""Validation of the arguments that waits, creations and calls run on the worker take."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
+import types
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["check_bool", "check_timeout"]
+__all__ = ["check_bool", "check_plain_callable", "check_timeout"]
 
 
 def check_timeout(timeout: object) -> float | None:
@@ -30,3 +35,36 @@ def check_bool(value: object, name: str) -> bool:
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     raise TypeError(f"{name} must be a bool, got {value!r}")
+
+
+def check_plain_callable(fn: object, what: str) -> Callable[..., Any]:
+    """Return *fn* if the device worker can call it; raise ``TypeError`` otherwise.
+
+    The worker is a plain thread with no event loop, so a coroutine function (an
+    ``async def``, an object whose ``__call__`` is one, or a ``functools.partial`` of
+    either) would only make a coroutine nobody awaits. *what* names the caller in the
+    message (``"launch()"``).
+    """
+    if isinstance(fn, types.BuiltinFunctionType):  # a C function, as pyACL's: fast path
+        return fn
+    if isinstance(fn, (types.MethodType, types.FunctionType)):
+        if inspect.iscoroutinefunction(fn):
+            raise TypeError(_coroutine_message(what, fn))
+        return fn
+    if not callable(fn):
+        raise TypeError(f"{what} needs a callable, got {type(fn).__name__}")
+    target: object = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(type(target), "__call__", None)  # noqa: B004 - callable objects too
+    ):
+        raise TypeError(_coroutine_message(what, fn))
+    return fn
+
+
+def _coroutine_message(what: str, fn: object) -> str:
+    return (
+        f"{what} runs fn on the device's worker thread: pass a plain function, "
+        f"not a coroutine function (async def); got {fn!r}"
+    )

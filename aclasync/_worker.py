@@ -30,7 +30,9 @@ which the event loop reports by the rule the device state documents.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import itertools
+import operator
 import os
 import threading
 import time
@@ -304,7 +306,13 @@ class DeviceWorker(Watching):
         except Exception as exc:
             self._fail(lane, exc)
             return exc
-        ret = result[-1] if isinstance(result, tuple) else result
+        ret = result[-1] if isinstance(result, tuple) and result else result
+        if ret.__class__ is not int:  # pyACL's own calls never get past this test
+            try:
+                ret = _status(ret, result, api or self.api_name(fn))
+            except TypeError as exc:
+                self._fail(lane, exc)
+                return exc
         if not ret:
             return None
         error = self._error(ret, api or self.api_name(fn), lane)
@@ -519,3 +527,29 @@ class DeviceWorker(Watching):
 
 def _is_coroutine(value: object) -> bool:
     return hasattr(value, "cr_frame") and hasattr(value, "close")
+
+
+def _status(ret: object, result: object, api: str) -> int:
+    """The pyACL status *ret* (from the launched call's *result*) as an ``int``.
+
+    numpy integers and other ``__index__`` types are statuses; ``bool`` is not, nor is
+    anything else.
+
+    Raises
+    ------
+    TypeError
+        Saying what ``launch`` expects and what *api* returned instead.
+    """
+    if not isinstance(ret, bool) and hasattr(type(ret), "__index__"):
+        with contextlib.suppress(TypeError):
+            return operator.index(ret)  # type: ignore[arg-type]
+    got = f"{type(result).__name__} {result!r}"
+    if _is_coroutine(result):
+        result.close()  # type: ignore[attr-defined]  # never awaited: say so here, once
+        got = "a coroutine (the worker thread never awaits one)"
+    if len(got) > 120:
+        got = got[:117] + "..."
+    raise TypeError(
+        f"launch() expects fn to return a pyACL status: an int (0 for success), or a "
+        f"tuple whose last item is one, as pyACL's calls return; {api} returned {got}"
+    )

@@ -24,6 +24,10 @@ which is where ``await stream.synchronize()`` belongs.
     for done in dispatch(workers, "square", range(100), in_flight=2):
         print(done.index, done.value)
 
+Importing this module keeps Ray's NPU detection from logging "Failed to detect NPU
+type." tracebacks when there is no ``acl`` module to detect NPUs with (the simulator on
+a machine without CANN); any other error it logs still shows.
+
 Errors raised by an actor method reach the caller with their type: an
 :class:`aclasync.AclError` raised in the actor is caught as ``aclasync.AclError`` (and
 as Ray's ``RayTaskError``) by the driver, with its ``code``, ``name``, ``api`` and
@@ -45,6 +49,7 @@ import anyio.lowlevel
 
 from ._device import Device, open_device
 from ._errors import AclasyncError, raise_for_status
+from ._ray_logging import quiet_npu_detection
 from ._worker import WorkerOptions
 
 try:
@@ -52,6 +57,10 @@ try:
     import ray.exceptions
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"aclasync.ray needs Ray: pip install 'aclasync[ray]' ({exc})") from exc
+
+# Without CANN, ray.init(resources={"NPU": n}) would log two "Failed to detect NPU
+# type." tracebacks for an `import acl` that cannot work; see _ray_logging.
+quiet_npu_detection()
 
 __all__ = [
     "VISIBLE_DEVICES_ENV",

@@ -9,11 +9,15 @@ Routes:
 - ``GET /metrics``: Prometheus text format (requests in flight, pool grants and waits,
   grants out of arrival order, per-device streams in flight and busy time).
 
-Run it (from the repository root, ``pip install -e '.[serve]'``)::
+Run it from the repository root, after ``pip install -e '.[serve]'`` (add ``uvloop``,
+``'.[serve,uvloop]'``, for ``--loop uvloop``)::
 
     python examples/asgi_service.py --server uvicorn --loop asyncio --port 8000
     python examples/asgi_service.py --server uvicorn --loop uvloop --port 8000
     python examples/asgi_service.py --server hypercorn --loop trio --port 8000
+
+uvicorn runs on asyncio or uvloop; hypercorn runs here on trio only (through
+``hypercorn.trio``), so ``--server hypercorn`` with another loop is a usage error.
 
 ``--port 0`` picks a free port; the first line on stdout is ``serving on http://HOST:PORT``.
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -42,10 +47,16 @@ from typing import Any
 
 import anyio
 import numpy as np
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+
+try:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+except ImportError as exc:  # said plainly, not as a traceback
+    raise SystemExit(
+        f"asgi_service.py needs the serve extra: pip install -e '.[serve]' ({exc})"
+    ) from None
 
 import aclasync
 import aclasync.sim
@@ -424,7 +435,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     loop = args.loop or ("trio" if args.server == "hypercorn" else "asyncio")
     if (args.server == "hypercorn") != (loop == "trio"):
-        parser.error("uvicorn runs on asyncio or uvloop; hypercorn here runs on trio")
+        parser.error(
+            f"--server {args.server} --loop {loop}: uvicorn runs on asyncio or uvloop, "
+            "hypercorn (served here with hypercorn.trio) runs on trio only"
+        )
+    missing = [
+        name
+        for name in (args.server, "uvloop" if loop == "uvloop" else "")
+        if name and importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        extras = "serve,uvloop" if "uvloop" in missing else "serve"
+        parser.error(
+            f"--server {args.server} --loop {loop} needs {' and '.join(missing)}: "
+            f"pip install -e '.[{extras}]'"
+        )
     for name in ("devices", "streams"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1")

@@ -1,11 +1,13 @@
 """Offload numpy work to a device from async code, using only aclasync's public API.
 
 Each request copies its input to the (simulated) device, runs a kernel on it, copies
-the result home and times the kernel with two timing events. The requests share one
-device and run concurrently, each on a stream of its own; every wait is bounded by
-``--timeout``. With ``--fail N``, request N's kernel fails on the device (ACL error
-507015): its stream reports it as an ``aclasync.AclError`` on the next await, and the
-other requests carry on.
+the result home and prints two times: the kernel's, from two timing events recorded
+right before and right after it on the device, and the round trip the host sees, from
+queueing the kernel to having the result home. The requests share one device and run
+concurrently, each on a stream of its own; every wait is bounded by ``--timeout``.
+With ``--fail N``, request N's kernel fails on the device (ACL error 507015): its
+stream reports it as an ``aclasync.AclError`` on the next await, and the other requests
+carry on.
 
 For many devices and double buffering, see ``aclasync demo``.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 import anyio
 import numpy as np
@@ -41,19 +44,43 @@ async def offload(dev: aclasync.Device, request: int, args: argparse.Namespace) 
     ):
         host_buffer.view(np.float32, (args.size,))[...] = data
         stream.memcpy(device_buffer, host_buffer)
-        start = await stream.record_event(timing=True)
+        # The start event must be queued right before the kernel: awaiting
+        # record_event() in between would let the stream idle meanwhile, and that wait
+        # would count as kernel time.
+        start = await record_right_away(stream)
         error = _AICORE_EXCEPTION if request == args.fail else 0
+        launched = time.perf_counter()
         stream.launch(acl.sim.launch_kernel, Kernel(args.kernel_us, square_in_place, error=error))
+        # Queued at the call, right behind the kernel; the await only waits for the
+        # answer, so it may take its time.
         end = await stream.record_event(timing=True)
         stream.memcpy(host_buffer, device_buffer)
         try:
             await stream.synchronize(timeout=args.timeout)
         except aclasync.AclError as exc:
             return f"request {request}: failed as asked ({exc.name} from {exc.api})"
+        round_trip_ms = (time.perf_counter() - launched) * 1e3
         kernel_ms = await start.elapsed_time(end)
         result = host_buffer.view(np.float32, (args.size,))
         ok = np.array_equal(result, np.square(data))
-        return f"request {request}: kernel {kernel_ms:.2f} ms, {'correct' if ok else 'WRONG'}"
+        return (
+            f"request {request}: kernel {kernel_ms:.2f} ms (timing events), "
+            f"round trip {round_trip_ms:.2f} ms (launch to result home), "
+            f"{'correct' if ok else 'WRONG'}"
+        )
+
+
+async def record_right_away(stream: aclasync.Stream) -> aclasync.Event:
+    """Record a timing event after the work queued so far, queued before this returns.
+
+    ``record_event_nowait`` queues the record at once (no round trip to the worker);
+    when the device has no event ready yet it makes more, and we try again shortly.
+    """
+    while True:
+        try:
+            return stream.record_event_nowait(timing=True)
+        except anyio.WouldBlock:
+            await anyio.sleep(0.001)
 
 
 async def main(args: argparse.Namespace) -> int:

@@ -177,7 +177,7 @@ def test_simulated_subcommands_refuse_the_native_backend_clearly(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ACLASYNC_BACKEND", value)
-    assert main(argv) == 2
+    assert main(argv) == 1  # a command this machine cannot run: an error, like --plot's
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.splitlines()
@@ -193,10 +193,8 @@ def test_an_unknown_backend_name_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
     monkeypatch.setenv("ACLASYNC_BACKEND", "gpu")
-    assert main(argv) == 2
-    lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 1
-    assert "ACLASYNC_BACKEND='gpu': expected 'sim' or 'native'" in lines[0]
+    line = usage_error(capsys, argv)
+    assert "ACLASYNC_BACKEND='gpu': expected 'sim' or 'native'" in line
 
 
 @pytest.mark.usefixtures("no_native")
@@ -218,3 +216,66 @@ async def test_open_device_without_the_variable_still_refuses_to_guess() -> None
         async with aclasync.open_device(0):
             pytest.fail("opened a device with no backend chosen")  # pragma: no cover
     await anyio.lowlevel.checkpoint()
+
+
+# -- commands this machine cannot run: one rule (exit 1, one error line, no work) --------
+
+
+@pytest.mark.usefixtures("no_native")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--loop", "uvloop", "--items", "2"],
+        ["trace", "--loop", "uvloop", "--items", "2"],
+        ["bench", "launch", "--quick", "--loop", "uvloop"],
+    ],
+)
+def test_a_loop_that_is_not_installed_is_an_error_before_any_output(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no banner, no table
+    assert captured.err == (
+        "aclasync: error: --loop uvloop: uvloop is not installed: pip install "
+        "'aclasync[uvloop]' (in a checkout: pip install -e '.[uvloop]')\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # trace wrote nothing
+
+
+@pytest.mark.usefixtures("no_native")
+def test_plot_without_matplotlib_is_an_error_before_any_work(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = ["bench", "launch", "--quick", "--plot", str(tmp_path / "out.png")]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "aclasync: error: --plot needs matplotlib: pip install 'aclasync[plot]'\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_help_lists_every_benchmark_on_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from aclasync._cli._bench import BENCHMARKS
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: aclasync bench ")
+    listed = out.split("benchmarks (a full run takes them all, in this order):\n", 1)[1]
+    rows = [line.split(None, 1) for line in listed.splitlines()]
+    assert [(name, summary) for name, summary in rows] == [
+        (name, bench.summary) for name, bench in BENCHMARKS.items()
+    ]
+    assert "the targets are for full runs" in " ".join(out.split())  # under --quick

@@ -299,7 +299,16 @@ def test_event_status_enums_have_opposite_meanings() -> None:
 
 
 def test_stream_flags_combine_like_torch_npu_streams() -> None:
-    assert set(StreamFlag.__members__) == {"DEFAULT", "FAST_LAUNCH", "FAST_SYNC"}
+    documented = {
+        "DEFAULT": 0,
+        "FAST_LAUNCH": 0x1,
+        "FAST_SYNC": 0x2,
+        "PERSISTENT": 0x4,
+        "HUGE": 0x8,
+        "CPU_SCHEDULE": 0x10,
+        "DEVICE_USE_ONLY": 0x20,
+    }
+    assert {name: int(flag) for name, flag in StreamFlag.__members__.items()} == documented
     both = StreamFlag.FAST_LAUNCH | StreamFlag.FAST_SYNC
     assert int(both) == 3
     assert StreamFlag.FAST_SYNC in both

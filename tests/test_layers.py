@@ -166,3 +166,20 @@ def test_the_package_imports_lazily_and_still_exports_everything() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_the_simulator_loads_on_first_use_after_a_plain_import() -> None:
+    # As the README writes it: `import aclasync`, then `aclasync.sim.create()`.
+    code = (
+        "import sys, aclasync\n"
+        "assert 'aclasync.sim' not in sys.modules\n"
+        "acl = aclasync.sim.create(device_count=1)\n"
+        "assert acl.rt.set_device(0) == 0\n"
+        "assert aclasync.sim is sys.modules['aclasync.sim']\n"
+        "assert 'anyio' not in sys.modules and 'aclasync._device' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "ok", result.stderr

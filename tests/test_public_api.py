@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
+import re
 import types
 
 import pytest
@@ -89,3 +91,14 @@ def test_exported_objects_are_defined_in_aclasync() -> None:
 def test_version_is_a_string() -> None:
     assert isinstance(aclasync.__version__, str)
     assert aclasync.__version__.count(".") == 2
+
+
+def test_trio_is_a_core_dependency_and_uvloop_an_extra() -> None:
+    # A plain install runs on asyncio and trio (the README's first example does both).
+    requires = importlib.metadata.requires("aclasync") or []
+    core = {re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0] for req in requires if "extra" not in req}
+    assert {"anyio", "trio", "numpy", "outcome"} <= core
+    assert "uvloop" not in core
+    assert any(
+        req.startswith("uvloop") and re.search(r"extra == .uvloop.", req) for req in requires
+    )

@@ -4,17 +4,20 @@
 ``aclasync: error: ...`` line on stderr and a non-zero exit status. With
 ``ACLASYNC_DEBUG=1`` in the environment they propagate with their traceback instead.
 
-Exit statuses: 0 done, 1 failed, 2 usage error (the subcommand's usage and one
-``error:`` line), 130 interrupted (Ctrl-C: ``aclasync: interrupted`` on stderr, every
-device closed and every aclasync thread joined), 141 standard output closed by its
-reader (``aclasync info --json | head -3``; nothing is printed, as when a shell tool
-is ended by SIGPIPE).
+Exit statuses: 0 done, 1 failed (including a command this machine cannot run: a
+``--loop`` or ``--plot`` whose package is missing, a simulated command on
+``ACLASYNC_BACKEND=native``; found before any work starts), 2 usage error (the
+subcommand's usage and one ``error:`` line), 130 interrupted (Ctrl-C: ``aclasync:
+interrupted`` on stderr, every device closed and every aclasync thread joined), 141
+standard output closed by its reader (``aclasync info --json | head -3``; nothing is
+printed, as when a shell tool is ended by SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import sys
 import threading
@@ -28,9 +31,10 @@ if sys.version_info < (3, 11):  # anyio depends on the backport there
 from .._errors import AclasyncError
 from .._version import __version__
 from ._common import CliError, message_stream
-from ._loops import GRACE_S, LOOP_CHOICES, arm_watchdog, disarm_watchdog
+from ._loops import GRACE_S, LOOP_CHOICES, arm_watchdog, disarm_watchdog, require_loop
 from ._options import (
     MAX_COUNT,
+    check_backend_variable,
     check_fits_in_memory,
     float_option,
     int_option,
@@ -175,9 +179,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_cmd_demo, parser=demo)
 
-    bench = commands.add_parser("bench", help="run the benchmark suite")
-    bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default all)")
-    bench.add_argument("--quick", action="store_true", help="small sizes, about 80 s for all")
+    bench = commands.add_parser(
+        "bench",
+        help="run the benchmark suite",
+        add_help=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bench.add_argument(
+        "-h", "--help", action=_BenchHelp, help="show this help, with the benchmarks, and exit"
+    )
+    bench.add_argument(
+        "names", nargs="*", metavar="NAME", help="benchmarks to run (listed below; default all)"
+    )
+    bench.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, about 80 s for all; a smoke run: the targets are for full runs",
+    )
     bench.add_argument("--loop", choices=(*LOOP_CHOICES, "all"), default="all", help="default: all")
     bench.add_argument(
         "--json",
@@ -223,6 +241,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _BenchHelp(argparse.Action):
+    """``bench --help``: the usual help, then every benchmark with its one-line summary.
+
+    The list is built only when asked for, so that other commands need not import the
+    benchmark suite.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from ._bench import BENCHMARKS
+
+        width = max(len(name) for name in BENCHMARKS)
+        parser.epilog = "benchmarks (a full run takes them all, in this order):\n" + "\n".join(
+            f"  {name:<{width}}  {bench.summary}" for name, bench in BENCHMARKS.items()
+        )
+        parser.print_help()
+        parser.exit()
+
+
 def _add_devices(parser: argparse.ArgumentParser, *, default: int) -> None:
     parser.add_argument(
         "--devices",
@@ -241,18 +286,21 @@ def _add_loop(parser: argparse.ArgumentParser) -> None:
 def _cmd_info(args: argparse.Namespace) -> int:
     from ._info import run_info
 
+    if args.backend is None:
+        check_backend_variable(args.parser)
     return run_info(args.backend, args.json)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from ._demo import demo_bytes, run_demo
 
-    require_simulator("demo")
     check_fits_in_memory(
         f"--size {args.size} on {args.devices} device(s)",
         demo_bytes(args.devices, args.size),
         args.parser,
     )
+    require_simulator("demo", args.parser)
+    require_loop(args.loop)
     return run_demo(
         devices=args.devices,
         items=args.items,
@@ -274,8 +322,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         )
     if args.json is not None and args.json == args.plot:
         args.parser.error("--json and --plot name the same file")
-    require_simulator("bench")
     check_fits_in_memory(f"--scale {args.scale:g}", args.scale * BENCH_BYTES_PER_SCALE, args.parser)
+    require_simulator("bench", args.parser)
+    if args.loop != "all":
+        require_loop(args.loop)
+    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise CliError("--plot needs matplotlib: pip install 'aclasync[plot]'")
     results: dict[str, Any] = run(
         args.names,
         quick=args.quick,
@@ -292,8 +344,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_trace(args: argparse.Namespace) -> int:
     from ._trace import run_trace
 
-    require_simulator("trace")
     check_fits_in_memory(f"--items {args.items}", args.items * TRACE_BYTES_PER_ITEM, args.parser)
+    require_simulator("trace", args.parser)
+    require_loop(args.loop)
     return run_trace(
         devices=args.devices,
         items=args.items,

@@ -29,6 +29,7 @@ __all__ = [
     "arm_watchdog",
     "disarm_watchdog",
     "loop_unavailable",
+    "require_loop",
     "run_on_loop",
 ]
 
@@ -57,8 +58,21 @@ def loop_unavailable(name: str) -> str | None:
         return f"unknown loop {name!r}; expected one of {', '.join(LOOPS)}"
     module = LOOPS[name][2]
     if importlib.util.find_spec(module) is None:
-        return f"{module} is not installed (pip install 'aclasync[{module}]')"
+        return (
+            f"{module} is not installed: pip install 'aclasync[{module}]' "
+            f"(in a checkout: pip install -e '.[{module}]')"
+        )
     return None
+
+
+def require_loop(name: str) -> None:
+    """Raise ``CliError`` (exit status 1) if the loop *name* cannot run here.
+
+    Commands call it before they print or start anything.
+    """
+    why = loop_unavailable(name)
+    if why is not None:
+        raise CliError(f"--loop {name}: {why}")
 
 
 def run_on_loop(loop: str, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
@@ -74,9 +88,7 @@ def run_on_loop(loop: str, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
     KeyboardInterrupt
         After Ctrl-C.
     """
-    why = loop_unavailable(loop)
-    if why is not None:
-        raise CliError(f"--loop {loop}: {why}")
+    require_loop(loop)
     backend, options, _ = LOOPS[loop]
     if threading.current_thread() is not threading.main_thread():
         return anyio.run(fn, *args, backend=backend, backend_options=options)

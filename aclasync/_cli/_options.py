@@ -20,6 +20,7 @@ from ._common import STDOUT, CliError
 __all__ = [
     "MAX_COUNT",
     "available_memory",
+    "check_backend_variable",
     "check_fits_in_memory",
     "float_option",
     "int_option",
@@ -126,24 +127,32 @@ def check_fits_in_memory(what: str, needed: float, parser: argparse.ArgumentPars
         )
 
 
-def require_simulator(command: str) -> None:
+def check_backend_variable(parser: argparse.ArgumentParser) -> str | None:
+    """Return the backend ``$ACLASYNC_BACKEND`` names, or ``None`` when it is unset.
+
+    A value that names no backend is a usage error (usage, one error line, exit 2).
+    """
+    try:
+        return backend_from_env()
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def require_simulator(command: str, parser: argparse.ArgumentParser) -> None:
     """Refuse to run *command*, whose kernels are simulated, on ``ACLASYNC_BACKEND=native``.
 
     Raises
     ------
     CliError
-        (exit status 2) if ``$ACLASYNC_BACKEND`` is ``native`` or not a backend name.
+        (exit status 1, like every command this machine cannot run) if
+        ``$ACLASYNC_BACKEND`` is ``native``; a value that names no backend is a usage
+        error instead.
     """
-    try:
-        choice = backend_from_env()
-    except ValueError as exc:
-        raise CliError(str(exc), exit_code=2) from None
-    if choice == "native":
+    if check_backend_variable(parser) == "native":
         raise CliError(
             f"aclasync {command} runs simulated kernels (acl.sim.launch_kernel), which "
             f"CANN's acl does not have, but {ENV_VAR}={os.environ[ENV_VAR]!r} asks for "
-            f"the native backend: unset {ENV_VAR} or set it to 'sim'",
-            exit_code=2,
+            f"the native backend: unset {ENV_VAR} or set it to 'sim'"
         )
 
 

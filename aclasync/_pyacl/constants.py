@@ -28,15 +28,19 @@ __all__ = [
 class StreamFlag(enum.IntFlag):
     """Stream creation flags for ``acl.rt.create_stream_with_config(priority, flag)``.
 
-    Only the flags aclasync models are listed. The runtime defines further bits
-    (``ACL_STREAM_PERSISTENT=0x4``, ``ACL_STREAM_HUGE=0x8``, ``ACL_STREAM_CPU_SCHEDULE=0x10``,
-    ``ACL_STREAM_DEVICE_USE_ONLY=0x20``) that change what sync and query mean; they are
-    not modelled here.
+    Every bit the runtime header defines. ``FAST_LAUNCH``, ``FAST_SYNC`` and ``HUGE``
+    (a deeper task queue) leave what a sync means unchanged. On ``PERSISTENT``,
+    ``CPU_SCHEDULE`` and ``DEVICE_USE_ONLY`` streams ``synchronize_stream`` returns at
+    once and ``stream_query`` means nothing, so the async front end refuses them.
     """
 
     DEFAULT = 0
     FAST_LAUNCH = 0x1
     FAST_SYNC = 0x2
+    PERSISTENT = 0x4
+    HUGE = 0x8
+    CPU_SCHEDULE = 0x10
+    DEVICE_USE_ONLY = 0x20
 
 
 class FailureMode(enum.IntEnum):

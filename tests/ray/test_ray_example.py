@@ -27,6 +27,9 @@ def test_the_ray_pipeline_example_checks_every_result_and_leaves_nothing() -> No
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "verified 45/45 results against the host" in result.stdout
+    # No CANN here: Ray's NPU detection has nothing to detect, and says nothing.
+    assert "Failed to detect NPU type" not in result.stderr
+    assert "Traceback" not in result.stderr
     per_actor = re.findall(r"^actor (\d): (\d+) items", result.stdout, re.MULTILINE)
     assert len(per_actor) == 3
     assert sum(int(n) for _, n in per_actor) == 45

@@ -46,6 +46,22 @@ def body(x: Any) -> Any:
     return x * 0.5 + 1.0
 
 
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "group": ["loop", "concurrency"],
+        "group_format": "{loop}, {concurrency} concurrent",
+        "series": "variant",
+        "value": "per_s",
+        "value_format": "{:,.0f} req/s",
+        "axis": "requests served per second",
+        "unit": "req/s; higher is better",
+        "annotate": "p99_ms",
+        "annotate_format": "p99 {:.1f} ms",
+    }
+]
+
+
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Measure request rate and latency on every loop of *cfg*; return the result."""
     n = cfg.size(2000, 400, minimum=4)
@@ -95,18 +111,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "charts": [
-            {
-                "group": ["loop", "concurrency"],
-                "group_format": "{loop}, {concurrency} concurrent",
-                "series": "variant",
-                "value": "per_s",
-                "axis": "requests served per second",
-                "unit": "req/s; higher is better",
-                "annotate": "p99_ms",
-                "annotate_format": "p99 {:.1f} ms",
-            }
-        ],
+        "charts": CHARTS,
         "notes": [
             f"One request: a {SHAPE} float32 input copied in, a model of {DEVICE_US:.0f} us "
             "device time, one output copied out.",

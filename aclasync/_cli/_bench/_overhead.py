@@ -61,6 +61,23 @@ _BARE_OF = {BARE_PLACED: BARE_PLACED, ACLASYNC_PLACED: BARE_PLACED}
 _Batch = Callable[[int, list[int]], Awaitable[None]]
 
 
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "group": ["loop"],
+        "series": "variant",
+        "value": "vs_naive",
+        "value_format": "{:.2f}x naive",
+        "axis": "median time of one idle-stream sync, relative to naive to_thread",
+        "unit": "ratio to naive; lower is better",
+        "target": TARGET,
+        "target_label": f"target for aclasync: ≤ {TARGET:g} of naive",
+        "annotate": "median_us",
+        "annotate_format": "median {:.0f} µs",
+    }
+]
+
+
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Measure the idle-stream round trip on every loop of *cfg*; return the result."""
     rounds = cfg.size(10, 5, minimum=1)
@@ -120,19 +137,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "charts": [
-            {
-                "group": ["loop"],
-                "series": "variant",
-                "value": "vs_naive",
-                "axis": "median time of one idle-stream sync, relative to naive to_thread",
-                "unit": "ratio to naive; lower is better",
-                "target": TARGET,
-                "target_label": f"target for aclasync: ≤ {TARGET:g} of naive",
-                "annotate": "median_us",
-                "annotate_format": "{:.0f} µs",
-            }
-        ],
+        "charts": CHARTS,
         "notes": [
             "Each sample is one `synchronize` of an idle stream, timed with perf_counter_ns "
             "around the await (or the raw call); variants alternate in rounds, and the "

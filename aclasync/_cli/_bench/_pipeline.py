@@ -23,6 +23,25 @@ DEVICE_COUNTS = (1, 2, 4, 8)
 EFFICIENCY_TARGET = 0.8
 
 
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "group": ["devices"],
+        "group_format": "{devices} device(s)",
+        "series": "loop",
+        "value": "efficiency",
+        "value_format": "{:.2f}",
+        "axis": "scaling efficiency: speedup over one device / devices",
+        "unit": "1 = ideal; higher is better",
+        "target": EFFICIENCY_TARGET,
+        "target_label": f"target on 4 devices: ≥ {EFFICIENCY_TARGET:g} "
+        f"(speedup ≥ {EFFICIENCY_TARGET * 4:g})",
+        "annotate": "items_per_s",
+        "annotate_format": "{:,.0f} items/s",
+    }
+]
+
+
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the pipeline at every device count on every loop of *cfg*; return the result."""
     items = cfg.size(256, 64, minimum=max(DEVICE_COUNTS))
@@ -67,21 +86,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "charts": [
-            {
-                "group": ["devices"],
-                "group_format": "{devices} device(s)",
-                "series": "loop",
-                "value": "efficiency",
-                "axis": "scaling efficiency: speedup over one device / devices",
-                "unit": "1 = ideal; higher is better",
-                "target": EFFICIENCY_TARGET,
-                "target_label": f"target on 4 devices: ≥ {EFFICIENCY_TARGET:g} "
-                f"(speedup ≥ {EFFICIENCY_TARGET * 4:g})",
-                "annotate": "items_per_s",
-                "annotate_format": "{:,.0f} items/s",
-            }
-        ],
+        "charts": CHARTS,
         "notes": ["efficiency = (items/s on d devices / items/s on 1 device) / d."],
         "params": {"items": items, "device_counts": list(DEVICE_COUNTS)},
     }

@@ -13,10 +13,16 @@ Each benchmark describes its charts under ``"charts"`` in its result:
     Draw the value axis on a log scale.
 ``target``, ``target_label``
     Where the target lies on the value axis, drawn as a dashed line in the legend.
+``value_format``
+    How the label at the end of each bar words the bar's own value (a ``str.format``
+    template, default ``{:.3g}``; e.g. ``"p99 {:.1f} ms"``). Every bar is labelled, and
+    the label starts with the figure the bar draws.
 ``annotate``, ``annotate_format``
-    A row key printed at the end of each bar (e.g. the absolute figure of a ratio).
+    A row key added to that label in parentheses (e.g. the absolute figure of a ratio,
+    or the maximum beside a p99).
 ``title``
-    The chart's title after the benchmark's name (default: the benchmark's title).
+    The chart's title after the benchmark's name (default: the benchmark's title); a
+    benchmark with several charts gives each its own.
 
 Rows whose ``value`` is ``None`` are not drawn (e.g. a figure only some levels have).
 """
@@ -26,7 +32,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["build_figure", "plot"]
+__all__ = ["bar_label", "build_figure", "plot"]
 
 _BAR_HEIGHT_IN = 0.22
 #: matplotlib's ten-colour palette: ``overhead`` has eight variants.
@@ -130,12 +136,7 @@ def _draw(axis: Any, name: str, bench: dict[str, Any], chart: dict[str, Any]) ->
             color=_COLOURS[index % len(_COLOURS)],
             label=label or None,
         )
-        annotate = chart.get("annotate")
-        if annotate:
-            texts = [
-                _format(row.get(annotate), chart.get("annotate_format", "{}")) for row in members
-            ]
-            axis.bar_label(bars, texts, padding=3, fontsize=7)
+        axis.bar_label(bars, [bar_label(row, chart) for row in members], padding=3, fontsize=7)
     axis.set_yticks([g * slot + (width - 1) / 2 for g in range(len(groups))], groups)
     axis.tick_params(axis="y", labelsize=8)
     axis.invert_yaxis()
@@ -156,6 +157,14 @@ def _draw(axis: Any, name: str, bench: dict[str, Any], chart: dict[str, Any]) ->
     if series_key or chart.get("target") is not None:
         # Beside the axes, never over a bar.
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def bar_label(row: dict[str, Any], chart: dict[str, Any]) -> str:
+    """The text at the end of *row*'s bar: its value, then the ``annotate`` figure."""
+    text = _format(row[chart["value"]], chart.get("value_format", "{:.3g}"))
+    annotate = chart.get("annotate")
+    extra = _format(row.get(annotate), chart.get("annotate_format", "{}")) if annotate else ""
+    return f"{text} ({extra})" if extra else text
 
 
 def _group_label(row: dict[str, Any], chart: dict[str, Any]) -> str:

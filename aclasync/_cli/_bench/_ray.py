@@ -28,6 +28,23 @@ KERNEL_US = 20_000.0
 TARGET = 3.0
 
 
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "group": ["variant"],
+        "group_format": "{variant}",
+        "value": "speedup",
+        "value_format": "{:.2f}x",
+        "axis": "items per second relative to one NPU actor",
+        "unit": "x; higher is better",
+        "target": TARGET,
+        "target_label": f"target on {max(ACTOR_COUNTS)} actors: >= {TARGET:g}x",
+        "annotate": "items_per_s",
+        "annotate_format": "{:,.0f} items/s",
+    }
+]
+
+
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the in-process baseline and 1, 2, 4 actors; return the result.
 
@@ -71,19 +88,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                 None if scaling is None else scaling >= TARGET,
             )
         ],
-        "charts": [
-            {
-                "group": ["variant"],
-                "group_format": "{variant}",
-                "value": "speedup",
-                "axis": "items per second relative to one NPU actor",
-                "unit": "x; higher is better",
-                "target": TARGET,
-                "target_label": f"target on {max(ACTOR_COUNTS)} actors: >= {TARGET:g}x",
-                "annotate": "items_per_s",
-                "annotate_format": "{:,.0f} items/s",
-            }
-        ],
+        "charts": CHARTS,
         "notes": [
             "Each actor runs its items on one stream: an item holds the NPU for its kernel.",
             "Ray's and the actors' start-up are not timed.",

@@ -53,6 +53,11 @@ def format_table(results: dict[str, Any]) -> str:
         mode = "quick" if config.get("quick") else "full"
         loops = ", ".join(config.get("loops", []))
         lines.append(f"# {mode} run on {loops}; {config.get('seconds', 0):.1f} s")
+        if config.get("quick"):
+            lines.append(
+                "# the targets are for full runs: a quick run's small samples make "
+                "[MISS] likely and no verdict"
+            )
     for name, bench in results.get("benchmarks", {}).items():
         lines.append("")
         lines.append(f"== {name}: {bench.get('title', '')} ({bench.get('seconds', 0):.1f} s)")

@@ -44,6 +44,37 @@ BYTES_TARGET = 2048
 TICK_TARGET_MS = 20.0
 
 
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "title": "1 ms ticker lateness while the waiters complete",
+        "group": ["loop"],
+        "series": "loop",
+        "value": "tick_p99_ms",
+        "value_format": "p99 {:.1f} ms",
+        "axis": "99th percentile of how late a 1 ms sleep wakes up",
+        "unit": "ms; lower is better",
+        "target": TICK_TARGET_MS,
+        "target_label": f"target: p99 < {TICK_TARGET_MS:g} ms",
+        "annotate": "tick_max_ms",
+        "annotate_format": "max {:.1f} ms",
+    },
+    {
+        "title": "memory per parked waiter",
+        "group": ["loop"],
+        "series": "loop",
+        "value": "bytes_own",
+        "value_format": "{:,.0f} B",
+        "axis": "Python heap per parked waiter, aclasync front end + simulator",
+        "unit": "bytes; lower is better",
+        "target": BYTES_TARGET,
+        "target_label": f"target: ≤ {BYTES_TARGET:,} bytes",
+        "annotate": "bytes_per_waiter",
+        "annotate_format": "{:,.0f} B with the task",
+    },
+]
+
+
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the waiter flood on every loop of *cfg*; return the result."""
     n = cfg.size(10_000, 2_000, minimum=DEVICES)
@@ -107,32 +138,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "charts": [
-            {
-                "title": "1 ms ticker lateness while the waiters complete",
-                "group": ["loop"],
-                "series": "loop",
-                "value": "tick_p99_ms",
-                "axis": "99th percentile of how late a 1 ms sleep wakes up",
-                "unit": "ms; lower is better",
-                "target": TICK_TARGET_MS,
-                "target_label": f"target: p99 < {TICK_TARGET_MS:g} ms",
-                "annotate": "tick_max_ms",
-                "annotate_format": "max {:.1f} ms",
-            },
-            {
-                "title": "memory per parked waiter",
-                "group": ["loop"],
-                "series": "loop",
-                "value": "bytes_own",
-                "axis": "Python heap per parked waiter, aclasync front end + simulator",
-                "unit": "bytes; lower is better",
-                "target": BYTES_TARGET,
-                "target_label": f"target: ≤ {BYTES_TARGET:,} bytes",
-                "annotate": "bytes_per_waiter",
-                "annotate_format": "{:,.0f} B with the task",
-            },
-        ],
+        "charts": CHARTS,
         "notes": [
             "park s: launching and parking every waiter, under tracemalloc (slower); "
             "finish s: gate opened to last waiter resumed; device s: the queued kernel "

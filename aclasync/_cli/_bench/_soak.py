@@ -53,6 +53,21 @@ FAILING_CALL_CODE = 107000
 _RSS_GROWTH_LIMIT_MIB = 5.0
 
 
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "group": ["loop"],
+        "group_format": "{loop}",
+        "value": "stall_p99_ms",
+        "value_format": "p99 {:.1f} ms",
+        "axis": "99th percentile of how late a 1 ms sleep wakes up under mixed load",
+        "unit": "ms; lower is better",
+        "annotate": "stall_max_ms",
+        "annotate_format": "max {:,.0f} ms",
+    }
+]
+
+
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the soak on every loop of *cfg* (``cfg.seconds`` each); return the result."""
     seconds = cfg.seconds if cfg.seconds is not None else (3.0 if cfg.quick else 30.0)
@@ -97,17 +112,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         ],
         "rows": rows,
         "checks": checks,
-        "charts": [
-            {
-                "group": ["loop"],
-                "group_format": "{loop}",
-                "value": "stall_p99_ms",
-                "axis": "99th percentile of how late a 1 ms sleep wakes up under mixed load",
-                "unit": "ms; lower is better",
-                "annotate": "stall_max_ms",
-                "annotate_format": "max {:,.0f} ms",
-            }
-        ],
+        "charts": CHARTS,
         "notes": [
             "RSS from /proc/self/statm: at the start (devices open), at half time and at "
             "the end; threads: threading.active_count().",

@@ -63,6 +63,36 @@ OVER_TARGET_US = 20.0
 _Cell = dict[str, Any]
 
 
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "group": ["level", "kernel_us"],
+        "group_format": "{level}, {kernel_us:,} µs kernel",
+        "series": "mode",
+        "value": "lat_vs_default",
+        "value_format": "{:.2f}x default",
+        "axis": "median completion-to-resume latency, relative to a default stream",
+        "unit": "ratio to default; lower is better",
+        "target": 1.0,
+        "target_label": "target: FAST_SYNC below 1, faster than default (kernels > 0 µs)",
+        "annotate": "p50_us",
+        "annotate_format": "median {:.0f} µs",
+    },
+    {
+        "title": "what aclasync adds to a wake-up beyond the raw wait and the floor",
+        "group": ["level", "kernel_us"],
+        "group_format": "{level}, {kernel_us:,} µs kernel",
+        "series": "mode",
+        "value": "over_us",
+        "value_format": "{:+.0f} µs",
+        "axis": "median latency through aclasync minus a thread's that waits and posts",
+        "unit": "µs; lower is better",
+        "target": OVER_TARGET_US,
+        "target_label": f"target: ≤ {OVER_TARGET_US:g} µs at every length",
+    },
+]
+
+
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Measure both levels (raw, then aclasync on every loop of *cfg*); return the result."""
     counts = {length: cfg.size(_FULL[length], _QUICK[length], minimum=2) for length in LENGTHS_US}
@@ -106,33 +136,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "rows": rows,
         "tables": [_quiet_wait.table(quiet)],
         "checks": _checks(rows, list(levels)) + _over_checks(rows) + _quiet_wait.checks(quiet),
-        "charts": [
-            {
-                "group": ["level", "kernel_us"],
-                "group_format": "{level}, {kernel_us:,} µs kernel",
-                "series": "mode",
-                "value": "lat_vs_default",
-                "axis": "median completion-to-resume latency, relative to a default stream",
-                "unit": "ratio to default; lower is better",
-                "target": 1.0,
-                "target_label": "target: FAST_SYNC below 1, faster than default (kernels > 0 µs)",
-                "annotate": "p50_us",
-                "annotate_format": "{:.0f} µs",
-            },
-            {
-                "title": "what aclasync adds to a wake-up beyond the raw wait and the floor",
-                "group": ["level", "kernel_us"],
-                "group_format": "{level}, {kernel_us:,} µs kernel",
-                "series": "mode",
-                "value": "over_us",
-                "axis": "median latency through aclasync minus a thread's that waits and posts",
-                "unit": "µs; lower is better",
-                "target": OVER_TARGET_US,
-                "target_label": f"target: ≤ {OVER_TARGET_US:g} µs at every length",
-                "annotate": "over_us",
-                "annotate_format": "{:+.0f} µs",
-            },
-        ],
+        "charts": CHARTS,
         "notes": [
             "Latency: kernel completion (stamped by the kernel on the simulated device) to "
             "the waiter running again. 'ran us' is the kernel's measured length.",
