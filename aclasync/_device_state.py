@@ -25,7 +25,8 @@ A *failure* is a non-zero status (or an exception) from a call queued with
    chance, so it must report them all at once).
 6. A close that runs while another exception propagates (``async with`` exiting on an
    exception, or a cancelled ``aclose``) never replaces it: the unreported failures are
-   added to it as notes.
+   added to it as notes; for a cancellation, which its scope drops with its notes, they
+   go to the device instead (``hand_over``).
 7. A clean return of a stream sync means the work queued before it finished; that
    none of it failed is known only if nothing was queued behind it before the worker
    saw it finish (pyACL reports kernel failures through ``synchronize_stream`` alone,
@@ -45,6 +46,7 @@ import anyio
 import anyio.lowlevel
 
 from ._errors import AclasyncError, AclError, AclTimeoutError, raise_for_status, report
+from ._errors import report as report_closing
 from ._lanes import EventRecord, Lane
 from ._loop import Waiter, current_delivery
 from ._options import WorkerOptions
@@ -298,9 +300,9 @@ class DeviceState:
         """Destroy a stream and report what it still holds (rules 5 and 6).
 
         Without *force*, first wait for its queued work; if that wait is cancelled
-        the stream is destroyed on the worker after its work anyway, the failures
-        known by then become notes on the cancellation, and later ones go to the
-        device. Quiet when the device is closed or broken: the device released it.
+        the stream is destroyed on the worker after its work anyway, and its failures
+        go to the device (``hand_over``). Quiet when the device is closed or broken:
+        the device released it.
         """
         if self.gone():
             await anyio.lowlevel.checkpoint()
@@ -316,7 +318,7 @@ class DeviceState:
                 ):
                     return  # the device closed meanwhile and released the stream
                 self._lanes.pop(lane, None)
-                report(self._take_all([lane.errors]), exc)
+                self.hand_over(self._take_all([lane.errors]), exc)
                 close = functools.partial(
                     self.worker.close_stream, lane, force=False, reported=False
                 )
@@ -332,18 +334,36 @@ class DeviceState:
                 raise
         self._lanes.pop(lane, None)
         errors = self._take_all([lane.errors])
-        await self._finish_close(errors, propagating)
+        await self._finish_close(errors, propagating, self.hand_over)
+
+    def hand_over(self, errors: list[BaseException], propagating: BaseException | None) -> None:
+        """Report what a close found (rules 5 and 6), on the device's behalf.
+
+        Raised (one as itself, several as an ``ExceptionGroup``) when nothing
+        propagates; as notes on an exception that propagates; but for a cancellation,
+        which the cancel scope that caught it may swallow with its notes, they go to
+        the device: its next ``synchronize`` or its close raises them.
+        """
+        cancelled = anyio.get_cancelled_exc_class()
+        if errors and isinstance(propagating, cancelled) and not self.gone():
+            for error in errors:
+                self.worker.orphan(error)
+            return
+        report(errors, propagating)
 
     async def _finish_close(
-        self, errors: list[BaseException], propagating: BaseException | None
+        self,
+        errors: list[BaseException],
+        propagating: BaseException | None,
+        settle: Callable[[list[BaseException], BaseException | None], None] = report_closing,
     ) -> None:
         if propagating is None:
             try:
                 await anyio.lowlevel.checkpoint_if_cancelled()
             except BaseException as exc:
-                report(errors, exc)
+                settle(errors, exc)
                 raise
-        report(errors, propagating)
+        settle(errors, propagating)
 
     async def record(
         self, lane: Lane, timing: bool, *, report: bool = True

@@ -24,7 +24,7 @@ import anyio.lowlevel
 import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._errors import AclError, raise_for_status, report
+from ._errors import AclError, raise_for_status
 from ._event import Event, release_events
 from ._factory import AsyncResource, Creation
 from ._model_calls import Loaded, TensorInfo, datasets, execute_on, load, release
@@ -331,7 +331,7 @@ class Model(AsyncResource):
             raise
         finally:
             done.set()
-        report(errors, propagating)
+        self._device._state.hand_over(errors, propagating)
 
     async def _release(self) -> list[BaseException]:
         """Wait for the model's work, release everything: the failures found."""

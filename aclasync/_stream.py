@@ -315,8 +315,9 @@ class Stream(AsyncResource):
         ``ExceptionGroup``). The default stream is never destroyed; closing it only
         marks this object closed. Quiet when the device is closed or broken (the
         device released the stream). If cancelled while waiting for queued work, the
-        destruction still happens on the worker after that work; the failures known
-        then become notes on the cancellation, later ones go to the device.
+        destruction still happens on the worker after that work, and the stream's
+        failures go to the device (raised by its next ``synchronize`` or its close),
+        since the cancel scope would drop them with the cancellation.
         """
         await self._close(force=check_bool(force, "force"), propagating=None)
 

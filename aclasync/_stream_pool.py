@@ -189,7 +189,8 @@ class StreamPool(AsyncResource):
         cancellation, before lending it again. The failures that work left are raised
         here, each once (one as itself, several as an ``ExceptionGroup``), and the
         stream is replaced; a body that raised keeps its exception, with the failures
-        added as notes. Raises ``anyio.ClosedResourceError`` if the pool is closed, or
+        added as notes (a cancelled body's go to the device: its next ``synchronize``
+        or its close raises them). Raises ``anyio.ClosedResourceError`` if the pool is closed, or
         if ``aclose(timeout=...)`` ran out of time and force-closed the stream while it
         was borrowed.
         """
@@ -201,7 +202,7 @@ class StreamPool(AsyncResource):
                 yield stream
         except BaseException as exc:
             self._leases.discard(lease)
-            report(await self._recycle(stream), exc)
+            stream.device._state.hand_over(await self._recycle(stream), exc)
             raise
         self._leases.discard(lease)
         failures = await self._recycle(stream)

@@ -476,6 +476,10 @@ class DeviceWorker(Watching):
     def _fail(self, lane: Lane, error: BaseException) -> None:
         lane.errors.append((next(self._error_seq), error))
 
+    def orphan(self, error: BaseException) -> None:
+        """Give the device a failure nobody else can report (from any thread)."""
+        self.orphan_errors.append((next(self._error_seq), error))
+
     def _orphan(self, lane: Lane) -> None:
         while lane.errors:
             self.orphan_errors.append(lane.errors.popleft())

@@ -16,10 +16,13 @@ await what may and what must be raised:
 - a completed await raises when the model knows the worker has seen an unreported
   failure, and never when there is none it could have seen.
 
-``Model.run`` calls join in, on the shared streams and on a stream only runs use:
-succeeding, failing and cancelled runs. A run that completes returns its own result
-or raises its own failure, never a stream's; a cancelled run's failure is raised by
-the model's close; and none of it changes what the streams' awaits raise.
+Stream-pool borrowers join in, with failing bodies, raising bodies and cancelled
+bodies (whose failures go to the device), and the pool is closed by two concurrent
+``aclose`` calls at the end. ``Model.run`` calls join in too, on the shared streams and
+on a stream only runs use: succeeding, failing and cancelled runs. A run that completes
+returns its own result or raises its own failure, never a stream's; a cancelled run's
+failure is raised by the model's close; and none of it changes what the streams'
+awaits raise.
 
 Each example runs the event loop in a blocking portal, on asyncio and on trio.
 """
@@ -58,6 +61,9 @@ if sys.version_info < (3, 11):
 KERNEL_CODE_BASE = 600_000
 STREAMS = 3  # the default stream and two created ones
 MODEL_EXECUTE = 507011  # ACL_ERROR_RT_MODEL_EXECUTE: a failing model body
+#: The device's own queue of failures (a cancelled borrower's): device awaits see it.
+ORPHANS = STREAMS
+DEVICE_WIDE = [*range(STREAMS), ORPHANS]
 
 
 class Executions:
@@ -158,6 +164,15 @@ class Model:
         return True
 
 
+def fails_with(code: int) -> Callable[..., int]:
+    """A stream-last call that returns the status *code*."""
+
+    def call(*_: Any) -> int:
+        return code
+
+    return call
+
+
 def identify(exc: BaseException) -> int:
     if isinstance(exc, Boom):
         return exc.ident
@@ -214,12 +229,16 @@ class FrontEnd(RuleBasedStateMachine):
             fn=self.executions.body,
         )
         self.net = self.portal.call(self._load, path)
+        self.pool = self.portal.call(self._open_pool)
         #: Failures the runs raised themselves.
         self.run_failures = 0
         self.closed = False
 
     async def _load(self, path: str) -> Any:
         return await self.dev.load_model(path)
+
+    async def _open_pool(self) -> Any:
+        return await self.dev.stream_pool(2)
 
     async def _create_stream(self, flags: StreamFlag) -> Any:
         return await self.dev.create_stream(flags=flags)
@@ -301,8 +320,8 @@ class FrontEnd(RuleBasedStateMachine):
     @rule()
     def device_synchronize(self) -> None:
         raised = self.portal.call(attempt, self.dev.synchronize)
-        self.model.synced(list(range(STREAMS)))
-        self._completed(list(range(STREAMS)), raised)
+        self.model.synced(DEVICE_WIDE)
+        self._completed(DEVICE_WIDE, raised)
 
     # -- abandoned awaits -------------------------------------------------------------
 
@@ -339,7 +358,7 @@ class FrontEnd(RuleBasedStateMachine):
                 scope.cancel()
                 await self.dev.synchronize()
 
-        self.model.abandoned(list(range(STREAMS)))
+        self.model.abandoned(DEVICE_WIDE)
         self.portal.call(cancelled)
 
     # -- model runs -------------------------------------------------------------------
@@ -382,6 +401,52 @@ class FrontEnd(RuleBasedStateMachine):
 
         self.portal.call(cancelled)
 
+    # -- pool borrowers ---------------------------------------------------------------
+
+    @rule(failures=st.integers(0, 2), body_raises=st.booleans())
+    def pool_borrow(self, failures: int, body_raises: bool) -> None:
+        """The borrow's exit reports its stream's failures, each once: raised, or as
+        notes on the body's own exception."""
+        idents = [next(self.idents) for _ in range(failures)]
+
+        async def borrow() -> BaseException | None:
+            try:
+                async with self.pool.stream() as s:
+                    for ident in idents:
+                        s.launch(fails_with(KERNEL_CODE_BASE + ident))
+                    if body_raises:
+                        raise KeyError("the body's own error")
+            except (KeyError, aclasync.AclError, ExceptionGroup) as exc:
+                return exc
+            return None
+
+        raised = self.portal.call(borrow)
+        if body_raises:
+            assert isinstance(raised, KeyError), raised
+            notes = getattr(raised, "__notes__", [])
+            assert len(notes) == len(idents), notes
+            for ident in idents:
+                assert sum(str(KERNEL_CODE_BASE + ident) in n for n in notes) == 1, notes
+        else:
+            assert sorted(identify(e) for e in flatten(raised)) == idents
+
+    @rule(fail=st.booleans())
+    def pool_borrow_cancelled(self, fail: bool) -> None:
+        """A cancelled body's failures go to the device: a device await reports them."""
+        ident = next(self.idents)
+
+        async def borrow() -> None:
+            with anyio.CancelScope() as scope:
+                async with self.pool.stream() as s:
+                    if fail:
+                        s.launch(fails_with(KERNEL_CODE_BASE + ident))
+                    scope.cancel()
+                    await anyio.sleep(5)
+
+        self.portal.call(borrow)
+        if fail:
+            self.model.launch_failed(ident, ORPHANS)
+
     @invariant()
     def launch_failures_come_out_in_launch_order(self) -> None:
         for s in range(STREAMS):
@@ -395,6 +460,20 @@ class FrontEnd(RuleBasedStateMachine):
         try:
             if not self.closed:
                 self.closed = True
+                # Two concurrent closes: both return once the pool is closed.
+                closed: list[bool] = []
+
+                async def close_twice() -> None:
+                    async def close() -> None:
+                        await self.pool.aclose()
+                        closed.append(self.pool.closed)
+
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(close)
+                        tg.start_soon(close)
+
+                self.portal.call(close_twice)
+                assert closed == [True, True]
                 # The runs' failures: each raised once, by its run or by the close.
                 raised = self.portal.call(attempt, self.net.aclose)
                 from_close = flatten(raised)
