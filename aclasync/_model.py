@@ -25,6 +25,7 @@ from ._stream import Stream
 
 if TYPE_CHECKING:
     from ._device import Device
+    from ._pyacl.backend import AclBackend
 
 __all__ = ["Model", "ModelLoading", "TensorInfo"]
 
@@ -305,7 +306,7 @@ class _Slot:
 
 
 def _load(
-    acl: Any, path: str
+    acl: AclBackend, path: str
 ) -> tuple[int, int, tuple[TensorInfo, ...], tuple[TensorInfo, ...], str, int]:
     """Load *path* and read its description; on failure, undo what was done."""
     model_id, ret = acl.mdl.load_from_file(path)
@@ -328,7 +329,7 @@ def _load(
     return model_id, desc, inputs, outputs, "", 0
 
 
-def _tensor(acl: Any, desc: int, index: int, is_input: bool) -> TensorInfo:
+def _tensor(acl: AclBackend, desc: int, index: int, is_input: bool) -> TensorInfo:
     mdl = acl.mdl
     if is_input:
         name = mdl.get_input_name_by_index(desc, index)
@@ -346,7 +347,7 @@ def _tensor(acl: Any, desc: int, index: int, is_input: bool) -> TensorInfo:
 
 
 def _datasets(
-    acl: Any, ins: tuple[tuple[int, int], ...], outs: tuple[tuple[int, int], ...]
+    acl: AclBackend, ins: tuple[tuple[int, int], ...], outs: tuple[tuple[int, int], ...]
 ) -> tuple[int, int, tuple[int, ...], str, int]:
     """Create an input and an output dataset over (pointer, size) pairs."""
     made: list[int] = []
@@ -370,7 +371,7 @@ def _datasets(
     return datasets[0], datasets[1], tuple(made), "", 0
 
 
-def _destroy(acl: Any, datasets: Sequence[int], buffers: Sequence[int]) -> int:
+def _destroy(acl: AclBackend, datasets: Sequence[int], buffers: Sequence[int]) -> int:
     """Destroy datasets and data buffers; return the first failure code (0 if none)."""
     codes = [acl.mdl.destroy_dataset(d) for d in datasets]
     codes += [acl.destroy_data_buffer(b) for b in buffers]
@@ -378,7 +379,7 @@ def _destroy(acl: Any, datasets: Sequence[int], buffers: Sequence[int]) -> int:
 
 
 def _unload(
-    acl: Any, model_id: int, desc: int, slots: Sequence[tuple[int, int, tuple[int, ...]]]
+    acl: AclBackend, model_id: int, desc: int, slots: Sequence[tuple[int, int, tuple[int, ...]]]
 ) -> tuple[str, int]:
     """Destroy the pooled datasets, the description and unload; report the first failure."""
     results = [
@@ -389,7 +390,7 @@ def _unload(
     return next(((api, ret) for api, ret in results if ret), ("", 0))
 
 
-def _execute_on(acl: Any) -> Any:
+def _execute_on(acl: AclBackend) -> Any:
     """``execute_async`` over (pointer, size) pairs, with datasets made for the call."""
 
     def execute_async(

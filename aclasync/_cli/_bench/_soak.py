@@ -120,7 +120,7 @@ async def _soak(seconds: float) -> dict[str, Any]:
     ticks: list[float] = []
     samples: dict[str, Any] = {}
 
-    async def client(dev: aclasync.Device, seed: int) -> None:
+    async def client(dev: aclasync.Device[sim.SimAcl], seed: int) -> None:
         rng = random.Random(seed)
         async with dev.create_stream() as stream:
             host = await dev.alloc_host(4096)
@@ -185,7 +185,7 @@ async def _soak(seconds: float) -> dict[str, Any]:
 
 
 async def _operation(
-    dev: aclasync.Device,
+    dev: aclasync.Device[sim.SimAcl],
     stream: aclasync.Stream,
     host: aclasync.HostBuffer,
     device: aclasync.DeviceBuffer,
