@@ -251,7 +251,9 @@ def open_device(
     backend:
         ``"sim"`` (the simulator), ``"native"`` (the real ``acl`` module), a pyACL-shaped
         object, or ``None``: then ``$ACLASYNC_BACKEND``, then native if ``import acl``
-        works, else ``BackendUnavailableError`` naming the choices.
+        works, else ``BackendUnavailableError`` naming the choices. For the type
+        checker, ``"sim"`` or a ``SimAcl`` gives a ``Device[SimAcl]`` (``dev.acl.sim``
+        exists), anything else a ``Device`` whose ``acl`` is ``AclBackend``.
     options:
         ``WorkerOptions`` tuning the device worker.
 
