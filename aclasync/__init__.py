@@ -43,6 +43,7 @@ if _typing.TYPE_CHECKING:
     from ._model import Model as Model
     from ._model import ModelLoading as ModelLoading
     from ._model import TensorInfo as TensorInfo
+    from ._pyacl.backend import AclBackend as AclBackend
     from ._pyacl.codes import ErrorCode as ErrorCode
     from ._pyacl.constants import EventFlag as EventFlag
     from ._pyacl.constants import FailureMode as FailureMode
@@ -55,6 +56,7 @@ if _typing.TYPE_CHECKING:
 
 #: Where each public name lives: its module, relative to this package.
 _EXPORTS: dict[str, str] = {
+    "AclBackend": "._pyacl.backend",
     "AclError": "._errors",
     "AclTimeoutError": "._errors",
     "AclasyncError": "._errors",
@@ -82,6 +84,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AclBackend",
     "AclError",
     "AclTimeoutError",
     "AclasyncError",

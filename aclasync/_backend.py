@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ._errors import BackendUnavailableError
 
-__all__ = ["ENV_VAR", "backend_from_env", "resolve_backend"]
+if TYPE_CHECKING:
+    from ._pyacl.backend import AclBackend
+
+__all__ = ["ENV_VAR", "backend_from_env", "is_aclasync_simulator", "resolve_backend"]
 
 ENV_VAR = "ACLASYNC_BACKEND"
 
@@ -48,7 +52,7 @@ def backend_from_env() -> str | None:
     return choice
 
 
-def resolve_backend(backend: object) -> tuple[Any, str]:
+def resolve_backend(backend: object) -> tuple[AclBackend, str]:
     """Return ``(acl_module_like, backend_name)`` for an ``open_device(backend=...)`` value.
 
     ``None`` means ``$ACLASYNC_BACKEND`` (see ``backend_from_env``), else the native
@@ -86,12 +90,29 @@ def resolve_backend(backend: object) -> tuple[Any, str]:
             f"backend {type(backend).__name__!r} does not look like pyACL: "
             f"missing acl.rt.{', acl.rt.'.join(missing)}"
         )
-    return backend, type(backend).__name__
+    return cast("AclBackend", backend), type(backend).__name__
 
 
-def _native() -> Any:
+def is_aclasync_simulator(module: object) -> bool:
+    """Whether a pyACL-shaped object is aclasync's own simulator, by where it comes from.
+
+    True when its type is defined in the aclasync package (a simulated runtime, strict
+    or not) or its ``__file__`` lies inside the package (the ``acl`` module of
+    ``aclasync.sim.acl_module_path()``). CANN's ``acl`` is a C extension module living
+    in CANN's install directory: neither holds for it.
+    """
+    if type(module).__module__.partition(".")[0] == __package__:
+        return True
+    origin = getattr(module, "__file__", None)
+    if not isinstance(origin, str):
+        return False
+    package = Path(__file__).resolve().parent
+    return Path(origin).resolve().is_relative_to(package)
+
+
+def _native() -> AclBackend:
     try:
-        return importlib.import_module("acl")
+        return cast("AclBackend", importlib.import_module("acl"))
     except ImportError as exc:
         error = BackendUnavailableError(f"`import acl` failed ({exc})")
         error.__cause__ = exc

@@ -6,7 +6,7 @@ import os
 import warnings
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from ._backend import resolve_backend
 from ._buffers import DeviceBuffer, HostBuffer
@@ -20,14 +20,24 @@ from ._waits import check_plain_callable, check_timeout
 from ._worker import WorkerOptions
 
 if TYPE_CHECKING:
-    from ._model import ModelLoading
+    from typing_extensions import TypeVar as TypeVarWithDefault
 
-__all__ = ["Device", "StreamCreation", "open_device"]
+    from ._model import ModelLoading
+    from ._pyacl.backend import AclBackend
+    from .sim import SimAcl
+
+    #: The backend type of a ``Device``: ``AclBackend`` (pyACL's surface) unless known to
+    #: be the simulator (``Device[SimAcl]``, whose ``acl`` has ``.sim``).
+    AclT = TypeVarWithDefault("AclT", bound=AclBackend, default=AclBackend, covariant=True)
+else:
+    AclT = TypeVar("AclT", covariant=True)
+
+__all__ = ["AclT", "Device", "StreamCreation", "open_device"]
 
 _T = TypeVar("_T")
 
 
-class Device(AsyncResource):
+class Device(AsyncResource, Generic[AclT]):
     """An open device. Get one from ``async with aclasync.open_device(...) as dev``, or
     ``dev = await aclasync.open_device(...)`` and close it with ``await dev.aclose()``
     (a device collected unclosed warns with ``ResourceWarning``).
@@ -35,12 +45,17 @@ class Device(AsyncResource):
     Any event loop may use it, in any thread, not only the one that opened it: each
     await is answered on the loop that awaits.
 
+    Generic in its backend for the type checker: ``Device`` (``Device[AclBackend]``) has
+    an ``acl`` typed as pyACL's surface; ``Device[SimAcl]``, what ``backend="sim"`` or a
+    simulated runtime gives, one with the simulator's extensions (``dev.acl.sim``).
+
     Failures of queued work are reported by the rule in the README ("Errors"):
     once each, by the first await on their stream or on the device that completes
     after the worker saw them, oldest first; whatever is left is raised by the close.
     """
 
-    def __init__(self, acl: Any, backend_name: str, device_id: int, options: WorkerOptions):
+    def __init__(self, acl: AclT, backend_name: str, device_id: int, options: WorkerOptions):
+        self._acl = acl
         self._backend_name = backend_name
         self._state = DeviceState(acl, device_id, options)
         self._default_stream = Stream._create(self, self._state, self._state.default_lane, 0, 0)
@@ -62,9 +77,9 @@ class Device(AsyncResource):
         return f"<aclasync.Device {self.id} backend={self._backend_name!r}{state}>"
 
     @property
-    def acl(self) -> Any:
+    def acl(self) -> AclT:
         """The pyACL-shaped backend object in use (``acl.rt.*`` ...)."""
-        return self._state.acl
+        return self._acl
 
     @property
     def id(self) -> int:
@@ -211,7 +226,7 @@ class StreamCreation(Creation[Stream]):
         return Stream._create(device, device._state, lane, self._flags, self._priority)
 
 
-class _DeviceOpener(Creation[Device]):
+class _DeviceOpener(Creation[Device[AclT]]):
     """What ``open_device`` returns: use it with ``async with`` (or await it and close)."""
 
     def __init__(self, device_id: int, backend: object, options: WorkerOptions) -> None:
@@ -233,16 +248,27 @@ class _DeviceOpener(Creation[Device]):
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    async def _create(self) -> Device:
+    async def _create(self) -> Device[AclT]:
         acl, name = resolve_backend(self._backend)
-        device = Device._create(acl, name, self._device_id, self._options)
+        device = cast("Device[AclT]", Device._create(acl, name, self._device_id, self._options))
         await device._state.start()
         return device
 
 
+@overload
+def open_device(
+    device_id: int = 0,
+    *,
+    backend: Literal["sim"] | SimAcl,
+    options: WorkerOptions | None = None,
+) -> _DeviceOpener[SimAcl]: ...
+@overload
 def open_device(
     device_id: int = 0, *, backend: object = None, options: WorkerOptions | None = None
-) -> _DeviceOpener:
+) -> _DeviceOpener[AclBackend]: ...
+def open_device(
+    device_id: int = 0, *, backend: object = None, options: WorkerOptions | None = None
+) -> _DeviceOpener[Any]:
     """Open a device: ``async with aclasync.open_device(0, backend="sim") as dev``.
 
     Or ``dev = await aclasync.open_device(0, backend="sim")``, then ``await dev.aclose()``
@@ -255,7 +281,9 @@ def open_device(
     backend:
         ``"sim"`` (the simulator), ``"native"`` (the real ``acl`` module), a pyACL-shaped
         object, or ``None``: then ``$ACLASYNC_BACKEND``, then native if ``import acl``
-        works, else ``BackendUnavailableError`` naming the choices.
+        works, else ``BackendUnavailableError`` naming the choices. For the type
+        checker, ``"sim"`` or a ``SimAcl`` gives a ``Device[SimAcl]`` (``dev.acl.sim``
+        exists), anything else a ``Device`` whose ``acl`` is ``AclBackend``.
     options:
         ``WorkerOptions`` tuning the device worker.
 

@@ -40,7 +40,7 @@ import functools
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -54,6 +54,9 @@ from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus
 from ._worker import DeviceWorker
 
+if TYPE_CHECKING:
+    from ._pyacl.backend import AclBackend
+
 __all__ = ["DeviceState"]
 
 _T = TypeVar("_T")
@@ -62,7 +65,7 @@ _T = TypeVar("_T")
 class DeviceState:
     """Shared state of one open device (see the module docstring for the error rule)."""
 
-    def __init__(self, acl: Any, device_id: int, options: WorkerOptions) -> None:
+    def __init__(self, acl: AclBackend, device_id: int, options: WorkerOptions) -> None:
         self.acl = acl
         self.device_id = device_id
         self.worker = DeviceWorker(acl, device_id, options)

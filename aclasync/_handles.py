@@ -10,10 +10,13 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import AclError
 from ._lanes import Lane
+
+if TYPE_CHECKING:
+    from ._pyacl.backend import AclRt
 
 __all__ = ["Handles"]
 
@@ -21,7 +24,7 @@ __all__ = ["Handles"]
 class Handles:
     """Streams (as ``Lane``), the event pools, recorded events and memory of a device."""
 
-    def __init__(self, rt: Any, device_id: int, default_lane: Lane) -> None:
+    def __init__(self, rt: AclRt, device_id: int, default_lane: Lane) -> None:
         self._rt = rt
         self._device_id = device_id
         self.lanes: dict[int, Lane] = {0: default_lane}

@@ -18,6 +18,7 @@ from ._pyacl.dtypes import to_numpy
 
 if TYPE_CHECKING:
     from ._handles import Handles
+    from ._pyacl.backend import AclBackend
 
 __all__ = ["Datasets", "Loaded", "TensorInfo", "datasets", "execute_on", "load", "release"]
 
@@ -61,7 +62,7 @@ class Datasets:
     ret: int = 0
 
 
-def load(acl: Any, handles: Handles, path: str) -> Loaded:
+def load(acl: AclBackend, handles: Handles, path: str) -> Loaded:
     """Load *path* and read its description; on failure, undo what was done."""
     model_id, ret = acl.mdl.load_from_file(path)
     if ret:
@@ -89,7 +90,7 @@ def load(acl: Any, handles: Handles, path: str) -> Loaded:
     return Loaded(model_id, desc, inputs, outputs)
 
 
-def _tensor(acl: Any, desc: int, index: int, is_input: bool) -> TensorInfo:
+def _tensor(acl: AclBackend, desc: int, index: int, is_input: bool) -> TensorInfo:
     mdl = acl.mdl
     if is_input:
         name = mdl.get_input_name_by_index(desc, index)
@@ -107,7 +108,7 @@ def _tensor(acl: Any, desc: int, index: int, is_input: bool) -> TensorInfo:
 
 
 def datasets(
-    acl: Any,
+    acl: AclBackend,
     handles: Handles,
     key: object,
     ins: Sequence[tuple[int, int]],
@@ -123,7 +124,7 @@ def datasets(
 
 
 def _make_datasets(
-    acl: Any, ins: Sequence[tuple[int, int]], outs: Sequence[tuple[int, int]]
+    acl: AclBackend, ins: Sequence[tuple[int, int]], outs: Sequence[tuple[int, int]]
 ) -> Datasets | tuple[int, int, list[int]]:
     """The datasets and their data buffers, or (all undone) why they were not made."""
     made: list[int] = []
@@ -147,7 +148,7 @@ def _make_datasets(
     return sets[0], sets[1], made
 
 
-def _destroy(acl: Any, sets: Sequence[int], buffers: Sequence[int]) -> int:
+def _destroy(acl: AclBackend, sets: Sequence[int], buffers: Sequence[int]) -> int:
     """Destroy datasets and data buffers; return the first failure code (0 if none)."""
     codes = [int(acl.mdl.destroy_dataset(d)) for d in sets if d]
     codes += [int(acl.destroy_data_buffer(b)) for b in buffers]
@@ -160,7 +161,7 @@ def release(handles: Handles, keys: Sequence[object]) -> tuple[str, int]:
     return next(((api, ret) for ret, api in results if ret), ("", 0))
 
 
-def execute_on(acl: Any) -> Any:
+def execute_on(acl: AclBackend) -> Any:
     """``execute_async`` over (pointer, size) pairs, with datasets made for the call."""
 
     def execute_async(

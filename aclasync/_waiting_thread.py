@@ -22,11 +22,14 @@ from __future__ import annotations
 import _thread
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._lanes import Lane, Watch
 from ._loop import Delivery, Waiter
 from ._pyacl.codes import TIMEOUT_CODES
+
+if TYPE_CHECKING:
+    from ._pyacl.backend import AclRt
 
 __all__ = ["SLICE_MS", "Loan", "Ready", "WaitingThread", "is_timeout"]
 
@@ -81,7 +84,7 @@ class WaitingThread:
 
     def __init__(
         self,
-        rt: Any,
+        rt: AclRt,
         device_id: int,
         context: int,
         lock: threading.Lock,

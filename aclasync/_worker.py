@@ -38,7 +38,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import outcome
 
@@ -49,6 +49,9 @@ from ._loop import Delivery, Waiter
 from ._options import WorkerOptions
 from ._waiting_thread import Loan, WaitingThread
 from ._worker_waits import STREAM_ABORT, Watching, closed_outcome, post
+
+if TYPE_CHECKING:
+    from ._pyacl.backend import AclBackend, AclRt
 
 __all__ = ["DeviceWorker", "WorkerOptions"]
 
@@ -67,9 +70,9 @@ class DeviceWorker(Watching):
     the submission methods run on the event loop's thread.
     """
 
-    def __init__(self, acl: Any, device_id: int, options: WorkerOptions) -> None:
+    def __init__(self, acl: AclBackend, device_id: int, options: WorkerOptions) -> None:
         self.acl = acl
-        self._rt = acl.rt
+        self._rt: AclRt = acl.rt
         self.device_id = device_id
         self.options = options
         #: Why the thread died, once it has.

@@ -30,6 +30,9 @@ from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus, StreamStatus
 from ._waiting_thread import Loan, Ready, WaitingThread, is_timeout
 
+if TYPE_CHECKING:
+    from ._pyacl.backend import AclRt
+
 __all__ = ["STREAM_ABORT", "Watching", "closed_outcome", "done_outcome", "post"]
 
 _EVENT_COMPLETE = int(EventRecordedStatus.COMPLETE)  # query_event_status
@@ -51,7 +54,7 @@ class Watching:
     """The worker's half that watches for finished work (see the module doc)."""
 
     # The worker's state, set up by ``DeviceWorker.__init__``.
-    _rt: Any
+    _rt: AclRt
     device_id: int
     options: WorkerOptions
     handles: Handles

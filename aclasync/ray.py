@@ -165,14 +165,16 @@ class NpuActor:
         self._device_id = device_id
         self._backend = backend
         self._options = options
-        self._device: Device | None = None
+        self._device: Device[Any] | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
         self._opening: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
-    async def device(self) -> Device:
+    async def device(self) -> Device[Any]:
         """Return the actor's open device, opening it on first use.
+
+        Typed ``Device[Any]``: the backend is the actor's run-time choice (``backend=``).
 
         Concurrent first calls open it once. Cancellation while opening leaves it
         closed (a later call opens it again).

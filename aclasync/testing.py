@@ -7,7 +7,8 @@ Installing aclasync registers this module as a pytest plugin (entry point
     A fresh simulated runtime (``aclasync.sim.create(...)``) per test, closed at
     teardown. Configure it with the ``aclasync_sim`` marker.
 ``sim_device``
-    An open ``aclasync.Device`` (device 0 of ``acl_sim``), closed at teardown. It is
+    An open ``aclasync.Device[SimAcl]`` (device 0 of ``acl_sim``; its ``acl`` is the
+    simulator, ``.sim`` included, for the type checker too), closed at teardown. It is
     an async fixture run by anyio's pytest plugin, so the tests using it must be
     marked ``@pytest.mark.anyio`` (or be collected by anyio another way).
 
@@ -82,6 +83,11 @@ def acl_sim(request: pytest.FixtureRequest) -> Iterator[sim.SimAcl]:
                 "(device_count=..., soc=..., model parameters)"
             )
         options = dict(marker.kwargs)
+        if "strict" in options:
+            raise TypeError(
+                "@pytest.mark.aclasync_sim: acl_sim is the full simulator; call "
+                "aclasync.sim.create(strict=True) in the test for a strict one"
+            )
     runtime = sim.create(**options)
     try:
         yield runtime
@@ -90,7 +96,7 @@ def acl_sim(request: pytest.FixtureRequest) -> Iterator[sim.SimAcl]:
 
 
 @pytest.fixture
-async def sim_device(acl_sim: sim.SimAcl) -> AsyncIterator[Device]:
+async def sim_device(acl_sim: sim.SimAcl) -> AsyncIterator[Device[sim.SimAcl]]:
     """Device 0 of ``acl_sim``, opened with ``aclasync.open_device`` and closed afterwards.
 
     An async fixture: tests using it need ``@pytest.mark.anyio``; they run on the

@@ -60,7 +60,7 @@ except ImportError as exc:  # said plainly, not as a traceback
 
 import aclasync
 import aclasync.sim
-from aclasync.sim import Kernel
+from aclasync.sim import Kernel, SimAcl
 
 MAX_N = 1_000_000  # keeps the sum of squares within int64
 
@@ -191,7 +191,10 @@ def launch_model(stream: aclasync.Stream, out: aclasync.DeviceBuffer, n: int, ms
     The seam for a real model: once ``Device.load_model`` exists this becomes
     ``model.launch(stream, inputs, outputs)`` (or ``await model.run(stream, x)``).
     """
-    sim = stream.device.acl.sim
+    acl = stream.device.acl
+    if not isinstance(acl, SimAcl):  # also tells the type checker acl.sim exists
+        raise RuntimeError("this stand-in model runs on the simulator only")
+    sim = acl.sim
     address = out.ptr
 
     def body() -> None:

@@ -22,13 +22,13 @@ import anyio
 import numpy as np
 
 import aclasync
-from aclasync.sim import Kernel
+from aclasync.sim import Kernel, SimAcl
 
 #: ACL_ERROR_RT_AICORE_EXCEPTION: what a kernel that faults on the device reports.
 _AICORE_EXCEPTION = 507015
 
 
-async def offload(dev: aclasync.Device, request: int, args: argparse.Namespace) -> str:
+async def offload(dev: aclasync.Device[SimAcl], request: int, args: argparse.Namespace) -> str:
     """Run one request on its own stream; return a line describing the outcome."""
     data = np.random.default_rng(request).standard_normal(args.size, dtype=np.float32)
     acl = dev.acl
@@ -87,7 +87,7 @@ async def main(args: argparse.Namespace) -> int:
     """Run every request concurrently on device 0 of a fresh simulator."""
     lines: dict[int, str] = {}
 
-    async def run(dev: aclasync.Device, request: int) -> None:
+    async def run(dev: aclasync.Device[SimAcl], request: int) -> None:
         lines[request] = await offload(dev, request, args)
 
     async with aclasync.open_device(0, backend="sim") as dev:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -183,3 +184,38 @@ def test_the_simulator_loads_on_first_use_after_a_plain_import() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_import_acl_from_acl_module_path_loads_only_the_simulator() -> None:
+    # The acl module of aclasync.sim.acl_module_path() ships with the package (this also
+    # runs against the installed wheel) and is as light as the simulator itself.
+    import aclasync.sim
+
+    code = (
+        "import sys, acl\n"
+        "assert type(acl).__module__ == 'aclasync.sim._strict', type(acl)\n"
+        "assert acl.rt.get_device_count() == (1, 0)\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [aclasync.sim.acl_module_path(), os.environ.get("PYTHONPATH")])
+        ),
+        "ACLASYNC_SIM_STRICT": "1",
+        "ACLASYNC_SIM_DEVICE_COUNT": "1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    modules = out.stdout.split()
+    assert "aclasync.sim._as_acl" not in modules  # imported as acl, not as a submodule
+    assert [m for m in modules if any(_within(m, lib) for lib in LOOP_LIBRARIES)] == []
+    assert [
+        m
+        for m in modules
+        if _within(m, "aclasync")
+        and not (_within(m, "aclasync.sim") or _within(m, "aclasync._pyacl"))
+        and m not in ("aclasync", "aclasync._version")
+    ] == []

@@ -7,7 +7,7 @@ import importlib
 import json
 from typing import Any
 
-from .._backend import ENV_VAR, backend_from_env, resolve_backend
+from .._backend import ENV_VAR, backend_from_env, is_aclasync_simulator, resolve_backend
 from .._errors import raise_for_status
 from .._pyacl.constants import RunMode
 from .._version import __version__
@@ -75,8 +75,18 @@ def collect_info(requested: str | None) -> dict[str, Any]:
         "soc_name": soc,
         "run_mode": mode_name,
         "run_mode_code": int(mode),
+        "acl_module": None,
+        "acl_is_simulator": is_aclasync_simulator(acl),
+        "simulator_strict": None,
         "profile": None,
     }
+    if name == "native":
+        origin = getattr(acl, "__file__", None)
+        info["acl_module"] = origin if isinstance(origin, str) else None
+    if info["acl_is_simulator"]:
+        from ..sim._strict import StrictAcl
+
+        info["simulator_strict"] = isinstance(acl, StrictAcl)
     sim = getattr(acl, "sim", None)
     profile = getattr(sim, "profile", None)
     if dataclasses.is_dataclass(profile) and not isinstance(profile, type):
@@ -89,12 +99,13 @@ def format_info(info: dict[str, Any]) -> str:
     rows = [
         ("aclasync", info["version"]),
         ("backend", f"{info['backend']} ({info['backend_reason']})"),
+        ("acl", _describe_acl(info)),
         ("devices", str(info["device_count"])),
         ("SoC", str(info["soc_name"])),
         ("run mode", f"{info['run_mode']} ({info['run_mode_code']})"),
     ]
     profile = info["profile"]
-    lines = [f"{key:<9} {value}" for key, value in rows]
+    lines = [f"{key:<9} {value}" for key, value in rows if value is not None]
     if profile is not None:
         lines.append(f"simulator profile {profile['name']!r}:")
         width = max(len(key) for key in profile)
@@ -102,6 +113,17 @@ def format_info(info: dict[str, Any]) -> str:
             f"  {key:<{width}}  {value}" for key, value in profile.items() if key != "name"
         )
     return "\n".join(lines)
+
+
+def _describe_acl(info: dict[str, Any]) -> str | None:
+    """The ``acl`` row: what the native backend's ``acl`` module is (None for ``sim``)."""
+    if info["backend"] != "native":
+        return None
+    where = info["acl_module"] or "built in"
+    if not info["acl_is_simulator"]:
+        return f"CANN's pyACL ({where})"
+    strict = " (strict: pyACL's surface only)" if info["simulator_strict"] else ""
+    return f"aclasync's simulator{strict}, from {where}"
 
 
 def run_info(backend: str | None, as_json: bool) -> int:

@@ -234,7 +234,7 @@ class _DevicePipeline:
                 self._model = model
                 await self._process(dev)
 
-    async def _process(self, dev: Device) -> None:
+    async def _process(self, dev: Device[Any]) -> None:
         size = self.w.shape[0]
         nbytes = size * size * 4
         transfer = await dev.create_stream()
@@ -273,7 +273,7 @@ class _DevicePipeline:
         await compute_stream.aclose()
 
     async def _upload_and_compute(
-        self, dev: Device, transfer: Stream, compute_stream: Stream, slot: _Slot
+        self, dev: Device[Any], transfer: Stream, compute_stream: Stream, slot: _Slot
     ) -> None:
         from ..sim import Kernel
 

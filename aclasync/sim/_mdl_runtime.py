@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,12 @@ from ._mdl_spec import ModelSpec, SpecError, build_spec, read_document, spec_doc
 from ._mdl_state import Dataset, LoadedModel, ModelRegistry
 from ._mdl_unsupported import UNSUPPORTED, unsupported
 from ._objects import Task
+from ._unmodelled import attach_unmodelled
+
+if TYPE_CHECKING:
+    from .._pyacl.backend import AclMdl as _MdlSurface
+else:
+    _MdlSurface = object
 
 __all__ = ["Mdl", "ModelExtension"]
 
@@ -46,7 +52,7 @@ _MODEL_EXECUTE = int(ErrorCode.ACL_ERROR_RT_MODEL_EXECUTE)
 _Plan = tuple[ModelSpec, int, list[memoryview], list[memoryview]]
 
 
-class Mdl(CallGroup, DescCalls, DatasetCalls):
+class Mdl(CallGroup, DescCalls, DatasetCalls, _MdlSurface):
     """The ``acl.mdl`` namespace of a simulated runtime."""
 
     def __init__(self, core: Core, models: ModelRegistry) -> None:
@@ -329,3 +335,11 @@ def _body(plan: _Plan, fail: Callable[[int], None]) -> Callable[[], None]:
             fail(_MODEL_EXECUTE)
 
     return run
+
+
+def _record_error(mdl: Any, code: int, api: str) -> None:
+    mdl._core.record_error(code, api)
+
+
+# Functions of pyACL's acl.mdl the simulator neither models nor lists in UNSUPPORTED.
+attach_unmodelled(Mdl, "acl.mdl", _record_error, skip=frozenset(UNSUPPORTED))

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from ._args import parsed
-from ._calls import CallGroup
-from ._core import Core, check_ints
-from ._kernel import Kernel
+from ._core import Core
+from ._extension import Media, SimExtension
 from ._mdl_dataset import DataBufferCalls  # acl.mdl hook
-from ._mdl_runtime import Mdl, ModelExtension  # acl.mdl hook
+from ._mdl_runtime import Mdl  # acl.mdl hook
 from ._mdl_state import ModelRegistry  # acl.mdl hook
-from ._objects import Task
 from ._profiles import SocProfile, resolve_profile
 from ._rc import RC
 from ._rt_callback import CallbackCalls
@@ -24,15 +22,27 @@ from ._rt_control import ControlCalls
 from ._rt_device import DeviceCalls
 from ._rt_event import EventCalls
 from ._rt_info import DeviceInfoCalls
-from ._rt_memory import MemoryCalls, allocate_device_memory, free_device_memory
+from ._rt_memory import MemoryCalls
 from ._rt_memory_more import MoreMemoryCalls
 from ._rt_notify import NotifyCalls
 from ._rt_stream import StreamCalls
 from ._rt_stream_more import MoreStreamCalls
+from ._unmodelled import attach_unmodelled
 from ._unsupported import UnsupportedCalls
 from ._util import Util
 
-__all__ = ["DEFAULT_DEVICE_COUNT", "VISIBLE_DEVICES_ENV", "Rt", "SimAcl", "SimExtension", "create"]
+if TYPE_CHECKING:
+    # The type checker holds the simulator to pyACL's surface: every method must fit
+    # the protocol built from the table, and the protocol supplies the functions that
+    # attach_unmodelled and UnsupportedCalls add when this module is imported.
+    from .._pyacl.backend import AclBackend, AclRt
+
+    _AclSurface = AclBackend
+    _RtSurface = AclRt
+else:
+    _AclSurface = _RtSurface = object
+
+__all__ = ["DEFAULT_DEVICE_COUNT", "VISIBLE_DEVICES_ENV", "Rt", "SimAcl", "create"]
 
 #: The ACL interface version the simulator follows (the newest public headers).
 ACL_VERSION = (1, 17, 0)
@@ -57,137 +67,12 @@ class Rt(
     ControlCalls,
     NotifyCalls,
     UnsupportedCalls,
+    _RtSurface,
 ):
     """The ``acl.rt`` namespace of a simulated runtime: all 182 names pyACL registers."""
 
 
-class SimExtension(ModelExtension, CallGroup):
-    """``acl.sim``: what only the simulator has."""
-
-    _util: Util | None = None
-
-    @property
-    def profile(self) -> SocProfile:
-        """The SoC profile (limits, features and model parameters) in use."""
-        return self._core.profile
-
-    def launch_kernel(self, kernel: Kernel, stream: int, /) -> int:
-        """Queue *kernel* on *stream*; returns ``ret`` like every pyACL launch."""
-        if not isinstance(kernel, Kernel):
-            raise TypeError(
-                f"launch_kernel: expected aclasync.sim.Kernel, not {type(kernel).__name__}"
-            )
-        check_ints("launch_kernel", stream)
-        _, found, ret = self._resolve_stream(stream)
-        if found is None:
-            return ret
-        duration_us, error = kernel.duration_us, kernel.error
-        limit = self._core.op_execute_timeout_us
-        if limit and duration_us > limit:  # set_op_execute_timeout*: stopped at the limit
-            duration_us, error = limit, error or RC.AICORE_TIMEOUT
-        task = Task(
-            found,
-            "kernel",
-            duration=duration_us / 1e6,
-            fn=kernel.fn,
-            overflow=kernel.overflow and found.overflow_switch == 1,
-            error=error,
-        )
-        return self._submit(found, task)
-
-    def device_array(self, dev_ptr: int, shape: int | tuple[int, ...], dtype: Any) -> Any:
-        """Return a numpy array viewing simulated device memory at *dev_ptr*.
-
-        Simulator-only, for kernel bodies (``Kernel.fn``) that compute on device
-        buffers. Raises ``ValueError`` if the range is not inside one allocation.
-        """
-        check_ints("device_array", dev_ptr)
-        kind = np.dtype(dtype)
-        dims = (shape,) if isinstance(shape, int) else tuple(shape)
-        count = int(np.prod(dims, dtype=np.int64)) * kind.itemsize
-        region = self._core.device_region(dev_ptr)
-        view = None if region is None else region.view(dev_ptr, count)
-        if view is None:
-            raise ValueError(f"device_array: {dev_ptr:#x} (+{count} bytes) is not device memory")
-        return np.frombuffer(view, dtype=kind).reshape(dims)
-
-    def set_observer(self, observer: Callable[[int, int, str, float, float], None] | None) -> None:
-        """Call ``observer(device_id, stream, task_name, start, finish)`` as tasks finish.
-
-        Times are ``time.monotonic()`` seconds; dropped tasks report ``start == 0``.
-        The observer runs on simulator threads with the runtime locked: it must be
-        quick and must not call the runtime. ``None`` removes it. Devices activated
-        later get it too. An observer that raises is removed.
-        """
-        if observer is not None and not callable(observer):
-            raise TypeError(f"observer must be callable or None, not {type(observer).__name__}")
-        with self._core.lock:
-            for device in self._core.devices:
-                device.observer = observer
-                if device.engine is not None:
-                    device.engine.observer = observer
-
-    def live_objects(self) -> dict[str, int]:
-        """Count what the runtime holds now, for leak checks. Never blocks for long.
-
-        Keys: ``streams`` (created with ``create_stream*``; default streams come and go
-        with their contexts and are not counted), ``events``, ``contexts`` (the default
-        context of every active device plus explicit ones), ``memory_regions`` (live
-        ``malloc`` and ``malloc_host`` blocks), ``device_refs`` (the sum of the devices'
-        ``set_device`` reference counts), ``threads`` (simulator threads alive: device
-        schedulers and kernel-body cores), ``notifies``, ``host_registrations``
-        (``host_register`` ranges) and ``util_threads`` (``util.start_thread`` threads not
-        yet joined by ``stop_thread``), and those of ``acl.mdl``: ``models``, ``model_descs``,
-        ``datasets``, ``data_buffers``. All are 0 for a fresh runtime and again after every
-        device is released, every host block freed and every model object destroyed.
-        """
-        core = self._core
-        with core.lock:
-            contexts = [ctx for device in core.devices for ctx in device.all_contexts()]
-            engines = [d.engine.thread for d in core.devices if d.engine is not None]
-            counts = {
-                "streams": sum(len(ctx.streams) for ctx in contexts),
-                "events": sum(len(ctx.events) for ctx in contexts),
-                "contexts": len(contexts),
-                "memory_regions": core.host.allocations
-                + sum(d.memory.allocations for d in core.devices),
-                "device_refs": sum(d.refcount for d in core.devices),
-                "threads": sum(t.is_alive() for t in (*engines, *core.cores.threads)),
-                "notifies": sum(len(d.notifies) for d in core.devices),
-                "host_registrations": len(core.host_registrations),
-            }
-        counts["util_threads"] = self._util.live_threads if self._util is not None else 0
-        counts.update(self.model_objects())
-        return counts
-
-    def close(self) -> None:
-        """Release every active device (waiting for its work) and join all threads.
-
-        Idempotent. The runtime stays usable: ``set_device`` starts a device again.
-        """
-        for device in self._core.devices:
-            if device.active:
-                self._release_device(device)
-
-
-class Media(CallGroup):
-    """``acl.media``: only the DVPP memory calls, which are device memory here.
-
-    The image and video processing calls (JPEG, VPC, video codecs) are not simulated.
-    """
-
-    @parsed("acl.media.dvpp_malloc", "k")
-    def dvpp_malloc(self, size: int, /) -> tuple[int, int]:
-        """Allocate device memory for DVPP: ``(dev_ptr, ret)``, as ``acl.rt.malloc``."""
-        return allocate_device_memory(self._core, size)
-
-    @parsed("acl.media.dvpp_free", "k")
-    def dvpp_free(self, dev_ptr: int, /) -> int:
-        """Free ``dvpp_malloc`` memory; the codes of ``acl.rt.free``."""
-        return free_device_memory(self._core, dev_ptr)
-
-
-class SimAcl(DataBufferCalls):
+class SimAcl(DataBufferCalls, _AclSurface):
     """A simulated pyACL runtime: use it where you would use ``import acl``.
 
     The devices are built on first use, reading ``ASCEND_RT_VISIBLE_DEVICES`` then
@@ -219,12 +104,12 @@ class SimAcl(DataBufferCalls):
                 visible = os.environ.get(VISIBLE_DEVICES_ENV)
             physical = None if visible is None else parse_visible(visible, self._device_count)
             core = Core(self._device_count, self._profile, physical)
-            self._rt = Rt(core)
+            self._rt = Rt(core)  # type: ignore[abstract]  # unmodelled calls: attached at import
             self._util = Util(core)
             self._sim = SimExtension(core)
             self._sim._util = self._util
             self._sim._models = self._models
-            self._mdl = Mdl(core, self._models)
+            self._mdl = Mdl(core, self._models)  # type: ignore[abstract]  # likewise
             self._media = Media(core)
             self._core_ = core
         return self._core_
@@ -359,13 +244,32 @@ def parse_visible(value: Sequence[int] | str, device_count: int) -> list[int]:
 DEFAULT_DEVICE_COUNT = 8
 
 
+@overload
+def create(
+    *,
+    device_count: int = ...,
+    soc: str | SocProfile = ...,
+    visible_devices: Sequence[int] | str | None = ...,
+    strict: Literal[False] = ...,
+    **model_params: Any,
+) -> SimAcl: ...
+@overload
+def create(
+    *,
+    device_count: int = ...,
+    soc: str | SocProfile = ...,
+    visible_devices: Sequence[int] | str | None = ...,
+    strict: bool,
+    **model_params: Any,
+) -> AclBackend: ...
 def create(
     *,
     device_count: int = 2,
     soc: str | SocProfile = "Ascend910B3",
     visible_devices: Sequence[int] | str | None = None,
+    strict: bool = False,
     **model_params: Any,
-) -> SimAcl:
+) -> SimAcl | AclBackend:
     """Return a fresh, independent simulated runtime.
 
     Parameters
@@ -378,6 +282,11 @@ def create(
         The physical devices to show, as logical devices ``0 .. n-1`` in this order (a
         sequence of ids or a comma-separated string). ``None`` reads
         ``ASCEND_RT_VISIBLE_DEVICES``; unset, every device is visible.
+    strict:
+        Expose only pyACL's own surface (the functions of ``acl``, ``acl.rt``,
+        ``acl.mdl`` and ``acl.util`` in pyACL's table): no ``acl.sim``, no
+        simulator-only helpers. The result is a module object typed as
+        ``AclBackend``; a program that runs on it uses nothing CANN lacks.
     **model_params:
         Overrides of ``SocProfile`` fields, e.g. ``notify_latency_us=50``.
     """
@@ -390,10 +299,22 @@ def create(
             f"visible_devices must be a sequence of ints or a str, not "
             f"{type(visible_devices).__name__}"
         )
-    runtime = SimAcl(
+    runtime = SimAcl(  # type: ignore[abstract]  # unmodelled calls: attached at import
         device_count=device_count,
         profile=resolve_profile(soc, model_params),
         visible_devices=visible_devices,
     )
     runtime._build()
+    if strict:
+        from ._strict import strict_view
+
+        return strict_view(runtime)
     return runtime
+
+
+def _record_error(runtime: Any, code: int, api: str) -> None:
+    runtime._core.record_error(code, api)
+
+
+attach_unmodelled(SimAcl, "acl", _record_error)
+attach_unmodelled(Rt, "acl.rt", _record_error)

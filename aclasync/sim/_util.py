@@ -13,7 +13,7 @@ import logging
 import threading
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,13 +21,18 @@ from ._args import argument_count_message, parsed
 from ._core import Core
 from ._host import host_view
 
+if TYPE_CHECKING:
+    from .._pyacl.backend import AclUtil as _UtilSurface
+else:
+    _UtilSurface = object
+
 __all__ = ["Util"]
 
 _ESRCH = 3  # what pthread_join returns for a thread it does not know
 _log = logging.getLogger("aclasync.sim")
 
 
-class Util:
+class Util(_UtilSurface):
     """The ``acl.util`` namespace of a simulated runtime."""
 
     def __init__(self, core: Core) -> None:

@@ -29,9 +29,13 @@ def _backends() -> list[str]:
 
 @pytest.fixture(params=_backends())
 def acl(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A pyACL module with device 0 set on the test thread; reset afterwards."""
+    """A pyACL module with device 0 set on the test thread; reset afterwards.
+
+    The simulator is strict (``aclasync.sim.create(strict=True)``): it has pyACL's own
+    surface and nothing else, so these tests can use nothing CANN lacks.
+    """
     if request.param == "sim":
-        module: Any = aclasync.sim.create(device_count=2)
+        module: Any = aclasync.sim.create(device_count=2, strict=True)
     else:
         module = importlib.import_module("acl")
     assert module.rt.set_device(0) == 0
@@ -39,5 +43,3 @@ def acl(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield module
     finally:
         module.rt.reset_device(0)
-        if request.param == "sim":
-            module.sim.close()

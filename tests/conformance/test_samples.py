@@ -1,7 +1,8 @@
 """Sample-style pyACL programs run unchanged, as their own process, against each backend.
 
-For the simulator a one-line ``acl`` module on ``PYTHONPATH`` makes ``import acl``
-resolve to ``aclasync.sim.acl``, which is how users point their CI at the simulator.
+For the simulator, ``aclasync.sim.acl_module_path()`` on ``PYTHONPATH`` makes ``import
+acl`` resolve to the process-wide simulated runtime, strict (``ACLASYNC_SIM_STRICT=1``:
+pyACL's own surface and nothing else), which is how users point their CI at it.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+import aclasync.sim
+
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 SAMPLES = ["sample_memory.py"]
-SHIM = "import sys\nfrom aclasync.sim import acl\n\nsys.modules[__name__] = acl\n"
 
 
 def backends() -> list[str]:
@@ -28,11 +30,11 @@ def backends() -> list[str]:
 @pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_sample_runs_unchanged(tmp_path, backend, sample):
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACLASYNC_SIM_")}
     paths = [str(REPO)]
     if backend == "sim":
-        (tmp_path / "acl.py").write_text(SHIM)
-        paths.insert(0, str(tmp_path))
+        paths.insert(0, aclasync.sim.acl_module_path())
+        env["ACLASYNC_SIM_STRICT"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
     completed = subprocess.run(
         [sys.executable, str(HERE / sample)],

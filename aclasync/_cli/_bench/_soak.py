@@ -160,7 +160,7 @@ async def _soak(seconds: float) -> dict[str, Any]:
             if not expected(leaf):
                 errors[type(leaf).__name__] += 1
 
-    async def client(dev: aclasync.Device, model: aclasync.Model, seed: int) -> None:
+    async def client(dev: aclasync.Device[sim.SimAcl], model: aclasync.Model, seed: int) -> None:
         rng = random.Random(seed)
         async with dev.create_stream() as stream:
             host = await dev.alloc_host(4096)
@@ -281,7 +281,7 @@ async def _model_run(model: aclasync.Model, stream: aclasync.Stream, rng: random
 
 
 async def _operation(
-    dev: aclasync.Device,
+    dev: aclasync.Device[sim.SimAcl],
     stream: aclasync.Stream,
     host: aclasync.HostBuffer,
     device: aclasync.DeviceBuffer,
