@@ -117,12 +117,13 @@ class Device(AsyncResource, Generic[AclT]):
         flags, priority = check_stream_config(flags, priority)
         return StreamCreation(self, flags, priority)
 
-    async def _create_private_stream(self, flags: int) -> Stream:
-        """A stream for a ``Model``'s runs: ``synchronize`` waits for it but leaves its
-        failures to the runs (the device's close reports what is left)."""
+    async def _create_private_stream(self, flags: int, priority: int = 0) -> Stream:
+        """A stream one holder owns (a ``Model``'s runs, a pool's borrower):
+        ``synchronize`` waits for it but leaves its failures to the holder (the
+        device's close reports what is left). Cancellation-safe, as ``create_stream``."""
         fast_sync = bool(flags & StreamFlag.FAST_SYNC)
-        lane = await self._state.create_stream(0, flags, fast_sync, reported=False)
-        return Stream._create(self, self._state, lane, flags, 0)
+        lane = await self._state.create_stream(priority, flags, fast_sync, reported=False)
+        return Stream._create(self, self._state, lane, flags, priority)
 
     async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run ``fn(*args)`` on the device's worker thread and return its result as is.
@@ -154,7 +155,8 @@ class Device(AsyncResource, Generic[AclT]):
     async def synchronize(self, timeout: float | None = None) -> None:
         """Wait for the work queued so far on all of this device's streams.
 
-        Then raises the device's oldest unreported failure, if any (any stream's).
+        Then raises the device's oldest unreported failure, if any (any stream's but
+        those of pool and model streams, which are their holders' to report).
         A stream force-closed meanwhile is not waited for (its queued work was
         dropped; the forced close is that stream's to report). ``timeout`` expiry
         raises ``AclTimeoutError``; cancellation abandons the wait. Neither consumes

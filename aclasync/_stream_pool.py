@@ -85,7 +85,9 @@ class StreamPool(AsyncResource):
     borrower's own last sync succeeded and nothing was queued since: then the stream is
     known idle and goes back at once): a stream whose work failed is closed and
     replaced by a fresh one, and the failure is raised from the borrower's
-    ``async with`` exit (unless the body already raised).
+    ``async with`` exit (unless the body already raised). The pool's streams are
+    their borrowers' alone: ``Device.synchronize`` waits for them but never raises
+    their failures, so a borrower always learns of its own.
     """
 
     def __init__(
@@ -166,9 +168,7 @@ class StreamPool(AsyncResource):
             with anyio.CancelScope(shield=True):
                 for device in self._devices:
                     for _ in range(self._per_device):
-                        stream = await device.create_stream(
-                            flags=self._flags, priority=self._priority
-                        )
+                        stream = await device._create_private_stream(self._flags, self._priority)
                         self._free[device.id].append(stream)
                         self._capacity[device.id] += 1
         except BaseException:
@@ -283,7 +283,7 @@ class StreamPool(AsyncResource):
         except Exception as exc:  # an AclError, or a backend fault: reported, never hung on
             failures.append(exc)
         try:
-            return await device.create_stream(flags=self._flags, priority=self._priority)
+            return await device._create_private_stream(self._flags, self._priority)
         except Exception as exc:
             self._capacity[device.id] -= 1
             if self.size == 0:

@@ -164,3 +164,16 @@ async def test_a_backend_fault_while_replacing_a_stream_never_hangs_the_pool(rt:
             assert pool.statistics().borrowed == 0
             acl.armed = False
             await pool.aclose()
+
+
+async def test_a_device_sync_never_takes_a_borrowed_streams_failure(rt: Any) -> None:
+    """The borrower learns of its own failure, whatever else awaits the device."""
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+            with pytest.raises(aclasync.AclError) as caught:  # noqa: PT012 - the block's exit
+                async with pool.stream() as s:
+                    s.launch(fails_with(107000))
+                    await dev.call(lambda: None)  # the worker has seen the failure
+                    await dev.synchronize()  # waits for s, leaves its failure to s
+            assert caught.value.code == 107000
+            await dev.synchronize()

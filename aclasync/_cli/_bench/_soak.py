@@ -4,9 +4,11 @@ On each loop: open 4 devices of one ``aclasync.sim.create(device_count=4)`` runt
 and run, per device, a few client tasks in a loop: launches, event records and waits,
 stream and device syncs with and without timeouts, waits cancelled on purpose,
 buffer allocations and copies, short-lived streams, a deliberately failing call now
-and then (whose ``AclError`` is expected), and ``Model.run`` calls on the client's
-stream: succeeding, failing (expected) and cancelled. A 1 ms ticker in the same loop
-records how late it wakes. RSS (``/proc/self/statm``) and live threads are sampled
+and then (whose ``AclError`` is expected), ``Model.run`` calls on the client's
+stream (succeeding, failing: expected, and cancelled) and stream-pool borrowers
+(succeeding, failing, raising and cancelled); meanwhile a thread runs short event
+loops of the same kind one after another, each using a device once. A 1 ms ticker
+in the same loop records how late it wakes. RSS (``/proc/self/statm``) and live threads are sampled
 at the start, at half time and at the end; ``acl.sim.live_objects()`` before the
 devices open and after everything closed.
 
@@ -25,10 +27,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import numpy as np
 
 import aclasync
@@ -75,7 +78,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     checks = []
     for loop in cfg.loops:
         cfg.progress(f"soak [{loop}]: {seconds:g} s of mixed load on {DEVICES} devices")
-        row = run_on_loop(loop, _soak, seconds)
+        row = run_on_loop(loop, _soak, seconds, loop)
         row["loop"] = loop
         rows.append(row)
         growth = row["rss_end_mib"] - row["rss_half_mib"]
@@ -103,6 +106,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             column("threads_start", "thr start", "d"),
             column("threads_end", "thr end", "d"),
             column("model_runs", "model runs", "d"),
+            column("borrows", "pool borrows", "d"),
+            column("loops", "loops run", "d"),
             column("objects_left", "objects left", ""),
             column("stall_p99_ms", "stall p99 ms", ".2f"),
             column("stall_max_ms", "stall max ms", ".2f"),
@@ -137,11 +142,11 @@ def _rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-async def _soak(seconds: float) -> dict[str, Any]:
+async def _soak(seconds: float, loop: str) -> dict[str, Any]:
     acl = sim.create(device_count=DEVICES)
     before = dict(acl.sim.live_objects())
     errors: Counter[str] = Counter()
-    counts = {"operations": 0, "expected": 0, "model_runs": 0}
+    counts = {"operations": 0, "expected": 0, "model_runs": 0, "borrows": 0, "loops": 0}
     stop = anyio.Event()
     ticks: list[float] = []
     samples: dict[str, Any] = {}
@@ -160,7 +165,12 @@ async def _soak(seconds: float) -> dict[str, Any]:
             if not expected(leaf):
                 errors[type(leaf).__name__] += 1
 
-    async def client(dev: aclasync.Device[sim.SimAcl], model: aclasync.Model, seed: int) -> None:
+    async def client(
+        dev: aclasync.Device[sim.SimAcl],
+        model: aclasync.Model,
+        pool: aclasync.StreamPool,
+        seed: int,
+    ) -> None:
         rng = random.Random(seed)
         async with dev.create_stream() as stream:
             host = await dev.alloc_host(4096)
@@ -168,9 +178,13 @@ async def _soak(seconds: float) -> dict[str, Any]:
             try:
                 while not stop.is_set():
                     try:
-                        if rng.randrange(12) < 2:
+                        choice = rng.randrange(12)
+                        if choice < 2:
                             counts["model_runs"] += 1
                             await _model_run(model, stream, rng)
+                        elif choice == 2:
+                            counts["borrows"] += 1
+                            await _borrow(dev, pool, rng)
                         else:
                             await _operation(dev, stream, host, device, rng)
                     except Exception as exc:  # counted, never hidden
@@ -190,12 +204,11 @@ async def _soak(seconds: float) -> dict[str, Any]:
             fn=_model_body,
             duration_us=100,
         )
-        async with contextlib.AsyncExitStack() as stack:
-            devices = [
-                await stack.enter_async_context(aclasync.open_device(i, backend=acl))
-                for i in range(DEVICES)
-            ]
-            models = []
+        devices = []
+        try:
+            for i in range(DEVICES):
+                devices.append(await aclasync.open_device(i, backend=acl))
+            models, pools = [], []
             for dev in devices:
                 # A device starts its waiting thread at its first wait for unfinished
                 # work: start them all now, so that the thread count compares like with
@@ -204,19 +217,30 @@ async def _soak(seconds: float) -> dict[str, Any]:
                     warm.launch(acl.sim.launch_kernel, Kernel(duration_us=1000))
                     await warm.synchronize()
                 models.append(await dev.load_model(path))
+                pools.append(await dev.stream_pool(2))
             samples["rss_start"] = _rss_mib()
             samples["threads_start"] = threading.active_count()
             started = time.perf_counter()
+            loops_done = threading.Event()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_ticker, stop, ticks)
                 for i, dev in enumerate(devices):
                     for j in range(CLIENTS_PER_DEVICE):
-                        tg.start_soon(client, dev, models[i], i * 100 + j)
+                        tg.start_soon(client, dev, models[i], pools[i], i * 100 + j)
+                # Event loops that come and go, each using a device once: none may stay.
+                loops = threading.Thread(
+                    target=_repeated_loops, args=(loop, devices[0], loops_done, counts, count)
+                )
+                loops.start()
                 await anyio.sleep(seconds / 2)
                 samples["rss_half"] = _rss_mib()
                 await anyio.sleep(seconds / 2)
+                loops_done.set()
+                await anyio.to_thread.run_sync(loops.join)
                 stop.set()
             elapsed = time.perf_counter() - started
+            for pool in pools:
+                await pool.aclose()
             for model in models:  # raises the failures of cancelled runs
                 try:
                     await model.aclose()
@@ -224,6 +248,12 @@ async def _soak(seconds: float) -> dict[str, Any]:
                     count(exc)
             samples["rss_end"] = _rss_mib()
             samples["threads_end"] = threading.active_count()
+        finally:
+            for dev in devices:  # raises what cancelled borrowers left to the device
+                try:
+                    await dev.aclose()
+                except Exception as exc:
+                    count(exc)
     after = dict(acl.sim.live_objects())
     acl.sim.close()
     left = {k: after.get(k, 0) - before.get(k, 0) for k in {*before, *after}}
@@ -231,6 +261,8 @@ async def _soak(seconds: float) -> dict[str, Any]:
         "seconds": elapsed,
         "operations": counts["operations"],
         "model_runs": counts["model_runs"],
+        "borrows": counts["borrows"],
+        "loops": counts["loops"],
         "rss_start_mib": samples["rss_start"],
         "rss_half_mib": samples["rss_half"],
         "rss_end_mib": samples["rss_end"],
@@ -247,6 +279,49 @@ async def _soak(seconds: float) -> dict[str, Any]:
 
 
 MODEL_WIDTH = 256
+
+
+async def _borrow(
+    dev: aclasync.Device[sim.SimAcl], pool: aclasync.StreamPool, rng: random.Random
+) -> None:
+    """A pool borrower: succeeding, failing (expected), raising or cancelled mid-way
+    (its failure goes to the device, whose syncs and close raise it: expected)."""
+    kind = rng.randrange(4)
+    with anyio.move_on_after(rng.uniform(0, 0.0005) if kind == 3 else None):
+        try:
+            async with pool.stream() as s:
+                s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=rng.uniform(10, 200)))
+                if kind:
+                    s.launch(_failing_call)
+                if kind == 2:
+                    raise LookupError("a borrower's own error")
+                await s.synchronize()
+        except LookupError as exc:
+            if not any(str(FAILING_CALL_CODE) in note for note in getattr(exc, "__notes__", [])):
+                raise AssertionError("a raising borrower lost its stream's failure") from exc
+
+
+def _repeated_loops(
+    loop: str,
+    dev: aclasync.Device[sim.SimAcl],
+    done: threading.Event,
+    counts: dict[str, int],
+    count: Callable[[BaseException], None],
+) -> None:
+    """Run short event loops of kind *loop*, one after another, each syncing a stream
+    of *dev* (opened on another loop) once, until *done*."""
+
+    async def use() -> None:
+        async with dev.create_stream() as s:
+            s.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=50))
+            await s.synchronize()
+
+    while not done.is_set():
+        try:
+            run_on_loop(loop, use)
+        except Exception as exc:
+            count(exc)
+        counts["loops"] += 1
 
 
 @contextlib.contextmanager
