@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import numpy as np
 
 import aclasync
@@ -236,7 +235,9 @@ async def _soak(seconds: float, loop: str) -> dict[str, Any]:
                 samples["rss_half"] = _rss_mib()
                 await anyio.sleep(seconds / 2)
                 loops_done.set()
-                await anyio.to_thread.run_sync(loops.join)
+                while loops.is_alive():  # noqa: ASYNC110 - a thread's end is not awaitable
+                    await anyio.sleep(0.005)
+                loops.join()
                 stop.set()
             elapsed = time.perf_counter() - started
             for pool in pools:
