@@ -121,8 +121,7 @@ class Device(AsyncResource, Generic[AclT]):
         """A stream one holder owns (a ``Model``'s runs, a pool's borrower):
         ``synchronize`` waits for it but leaves its failures to the holder (the
         device's close reports what is left). Cancellation-safe, as ``create_stream``."""
-        fast_sync = bool(flags & StreamFlag.FAST_SYNC)
-        lane = await self._state.create_stream(priority, flags, fast_sync, reported=False)
+        lane = await self._state.create_stream(priority, flags, reported=False)
         return Stream._create(self, self._state, lane, flags, priority)
 
     async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
@@ -223,8 +222,7 @@ class StreamCreation(Creation[Stream]):
 
     async def _create(self) -> Stream:
         device = self._device
-        fast_sync = bool(self._flags & StreamFlag.FAST_SYNC)
-        lane = await device._state.create_stream(self._priority, self._flags, fast_sync)
+        lane = await device._state.create_stream(self._priority, self._flags)
         return Stream._create(device, device._state, lane, self._flags, self._priority)
 
 

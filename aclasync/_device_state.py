@@ -45,8 +45,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from ._errors import AclasyncError, AclError, AclTimeoutError, raise_for_status, report
+from ._errors import (
+    AclasyncError,
+    AclError,
+    AclTimeoutError,
+    never_recorded,
+    raise_for_status,
+    report,
+)
 from ._errors import report as report_closing
+from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
 from ._lanes import EventRecord, Lane
 from ._loop import Waiter, current_delivery
 from ._options import WorkerOptions
@@ -104,7 +112,7 @@ class DeviceState:
         self.check_open()
         waiter = current_delivery().new_waiter()
         self.calls += 1
-        self.worker.call(fn, waiter)
+        self.worker.submit(Call(fn, waiter))
         result: _T = await waiter.wait()
         return result
 
@@ -136,41 +144,47 @@ class DeviceState:
         """Queue ``fn(*args, stream)`` on the worker; never blocks."""
         self.check_open()
         lane.submitted += 1
-        self.worker.launch(lane, fn, args, api)
+        self.worker.submit(Launch(lane, fn, args, api))
 
     def post(self, fn: Callable[[], Any]) -> None:
         """Run ``fn()`` on the worker without waiting for it (nothing to report)."""
         if not self.gone():
             self.calls += 1
             try:  # noqa: SIM105 - a worker that just died released everything itself
-                self.worker.call(fn, None)
+                self.worker.submit(Call(fn, None))
             except anyio.BrokenResourceError:
                 pass
 
-    # -- waits -----------------------------------------------------------------------
+    # -- waits: each is wait_for (the worker answers), Waiter.wait, settle ------------------
 
-    def start_fence(self, lane: Lane, *, timed: bool) -> tuple[Waiter, tuple[int, int]]:
-        """Ask the worker to fence *lane*: the waiter to await, and the mark for
-        ``end_fence``. *timed*: the wait will have a timeout.
+    def wait_for(
+        self, lane: Lane, *, timed: bool, event: int = 0, record: EventRecord | None = None
+    ) -> Waiter:
+        """Hand the worker a point of *lane* to wait for; return the waiter to await.
 
-        Split in two, rather than one coroutine, because a parked wait's frames are
-        its memory: ``Stream.synchronize`` awaits the waiter itself.
+        The point is the work queued so far (a fence), or *event* with its *record*.
+        *timed*: the wait has a timeout, so the worker's first look must answer it. Not
+        a coroutine: a parked wait's frames are its memory, so callers await the waiter
+        themselves (``Waiter.wait`` owns the timeout and abandonment), then ``settle``.
         """
         self.check_open()
         waiter = current_delivery().new_waiter()
-        mark = (lane.submitted, self.calls)
-        self.worker.fence(lane, waiter, timed=timed)
-        return waiter, mark
+        if record is None:
+            self.worker.submit(Fence(lane, waiter, timed))
+        else:
+            self.worker.submit(EventWait(lane, event, record, waiter))
+        return waiter
 
-    def fence_timeout(self, lane: Lane, timeout: float, api: str) -> Callable[[], BaseException]:
-        """What a fence's wait raises when its *timeout* runs out."""
-        return self._timeout(api, timeout, lane, event=False)
+    def mark(self, lane: Lane) -> tuple[int, int]:
+        """Where *lane* stands now, for ``settle`` after a sync (see ``settled``)."""
+        return lane.submitted, self.calls
 
-    def end_fence(self, lane: Lane, mark: tuple[int, int]) -> None:
-        """After the fence's wait succeeded: report the stream's oldest failure, or
-        remember that the stream is settled."""
+    def settle(self, lane: Lane, mark: tuple[int, int] | None = None) -> None:
+        """After a wait on *lane* succeeded: raise the stream's oldest unreported
+        failure (rule 2); or, for a sync begun at *mark*, remember the stream settled."""
         self.report(lane)
-        lane.settled_at = mark
+        if mark is not None:
+            lane.settled_at = mark
 
     def settled(self, lane: Lane) -> bool:
         """Whether *lane* is known idle with nothing to report, without asking the worker.
@@ -181,24 +195,7 @@ class DeviceState:
         """
         return lane.settled_at == (lane.submitted, self.calls) and not lane.errors
 
-    async def watch(
-        self, lane: Lane, event: int, record: EventRecord, timeout: float | None, api: str
-    ) -> None:
-        """Wait for an event recorded on *lane*, then report the stream's oldest failure."""
-        self.check_open()
-        waiter = current_delivery().new_waiter()
-        self.worker.watch(lane, event, record, waiter)
-        try:
-            if timeout is None:
-                await waiter.wait()
-            else:
-                await waiter.wait(timeout, on_timeout=self._timeout(api, timeout, lane, event=True))
-        except AclasyncError:
-            if not self._never_recorded(lane, record):
-                raise
-        self.report(lane)
-
-    def _never_recorded(self, lane: Lane, record: EventRecord) -> bool:
+    def never_recorded(self, lane: Lane, record: EventRecord) -> bool:
         """Whether a wait on an event whose record failed should raise the stream's
         failure (still unreported) rather than its own "never recorded" error."""
         return record.failure is not None and bool(lane.errors)
@@ -206,13 +203,9 @@ class DeviceState:
     async def synchronize(self, timeout: float | None) -> None:
         """Wait for every stream of the device; report the device's oldest failure."""
         self.check_open()
-        delivery = current_delivery()
-        waits = []
-        for lane in self._lanes:
-            waiter = delivery.new_waiter()
-            self.worker.fence(lane, waiter, timed=timeout is not None)
-            waits.append((lane, waiter))
-        on_timeout = self._timeout("aclasync.Device.synchronize", timeout, None, event=False)
+        timed = timeout is not None
+        waits = [(lane, self.wait_for(lane, timed=timed)) for lane in self._lanes]
+        on_timeout = self.expiry("aclasync.Device.synchronize", timeout, None)
         deadline = None if timeout is None else anyio.current_time() + timeout
         try:
             for lane, waiter in waits:
@@ -230,9 +223,11 @@ class DeviceState:
             raise
         self.report_device()
 
-    def _timeout(
-        self, api: str, timeout: float | None, lane: Lane | None, *, event: bool
+    def expiry(
+        self, api: str, timeout: float | None, lane: Lane | None, *, event: bool = False
     ) -> Callable[[], BaseException]:
+        """What a wait raises when its ``timeout=`` runs out (the one place)."""
+
         def make() -> BaseException:
             code = (
                 ErrorCode.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT
@@ -280,15 +275,13 @@ class DeviceState:
 
     # -- creation and release --------------------------------------------------------
 
-    async def create_stream(
-        self, priority: int, flags: int, fast_sync: bool, *, reported: bool = True
-    ) -> Lane:
+    async def create_stream(self, priority: int, flags: int, *, reported: bool = True) -> Lane:
         """Create a stream (cancellation-safe, see ``create``).
 
         Not *reported*: ``synchronize`` waits for the stream but leaves its failures
         to its owner (see ``_lanes``).
         """
-        make = functools.partial(self.worker.create_stream, priority, flags, fast_sync)
+        make = functools.partial(self.worker.handles.create_stream, priority, flags)
         lane = await self.create(make, self._drop_lane)
         self._lanes[lane] = reported
         return lane
@@ -311,8 +304,7 @@ class DeviceState:
             await anyio.lowlevel.checkpoint()
             return
         if not force:
-            waiter = current_delivery().new_waiter()
-            self.worker.fence(lane, waiter)
+            waiter = self.wait_for(lane, timed=False)
             try:
                 await waiter.wait()
             except BaseException as exc:
@@ -398,12 +390,14 @@ class DeviceState:
         Raises ``anyio.WouldBlock`` when none is ready (more are being made).
         """
         self.check_open()
-        event = self.worker.take_ready_event(timing)
+        event, refill = self.worker.handles.take_ready(timing)
+        if refill:
+            self.worker.submit(Run(functools.partial(self.worker.handles.refill, timing)))
         if event is None:
             raise anyio.WouldBlock
         record = EventRecord()
         lane.submitted += 1
-        self.worker.record_ready(lane, event, timing, record)
+        self.worker.submit(Record(lane, event, timing, record))
         return event, record
 
     def forget_event(self, lane: Lane, handle: int, record: EventRecord) -> None:
@@ -421,11 +415,11 @@ class DeviceState:
         Raises, instead, if the event's record failed (it would read NOT_READY for
         ever): the stream's failure if still unreported, else a fresh ``AclError``.
         """
-        worker, query = self.worker, self.acl.rt.query_event_status
+        query = self.acl.rt.query_event_status
 
         def ask() -> tuple[int, int]:
             if record.failure is not None:
-                raise worker.record_failed(lane, record)
+                raise never_recorded(record.failure, self.device_id, lane.handle)
             status, ret = query(handle)
             return int(status), int(ret)
 
@@ -433,7 +427,7 @@ class DeviceState:
         try:
             status, ret = await self.roundtrip(ask)
         except AclasyncError:
-            if not self._never_recorded(lane, record):
+            if not self.never_recorded(lane, record):
                 raise
         else:
             raise_for_status(ret, "acl.rt.query_event_status", device=self.device_id)
@@ -442,7 +436,8 @@ class DeviceState:
 
     async def alloc(self, nbytes: int, *, host: bool) -> int:
         """Allocate memory (cancellation-safe); the worker owns it until ``free``."""
-        return await self.create(functools.partial(self.worker.alloc, nbytes, host=host), self.free)
+        alloc = functools.partial(self.worker.handles.alloc, nbytes, host=host)
+        return await self.create(alloc, self.free)
 
     async def free(self, ptr: int) -> None:
         """Free memory from ``alloc``; shielded. Quiet once the device released it."""
@@ -450,12 +445,13 @@ class DeviceState:
             await anyio.lowlevel.checkpoint()
             return
         with anyio.CancelScope(shield=True):
-            await self.roundtrip(functools.partial(self.worker.free, ptr))
+            await self.roundtrip(functools.partial(self.worker.handles.free_or_raise, ptr))
 
     async def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
         """The stream's overflow-status buffer (freed with the stream)."""
         with anyio.CancelScope(shield=True):
-            ptr = await self.roundtrip(functools.partial(self.worker.overflow_buffer, lane, nbytes))
+            buffer = functools.partial(self.worker.handles.overflow_buffer, lane, nbytes)
+            ptr = await self.roundtrip(buffer)
         return ptr
 
     # -- the device's life -----------------------------------------------------------
@@ -482,7 +478,7 @@ class DeviceState:
     def _stop_quietly(self) -> None:
         """After a failed ``set_device``: end the thread (nothing to release)."""
         if self.worker.death is None:
-            self.worker.stop(current_delivery().new_waiter())
+            self.worker.submit(Stop(current_delivery().new_waiter()))
         self.worker.thread.join()
 
     async def aclose(self, propagating: BaseException | None = None) -> None:
@@ -499,7 +495,7 @@ class DeviceState:
                 if worker.death is None:
                     waiter = current_delivery().new_waiter()
                     try:
-                        worker.stop(waiter)
+                        worker.submit(Stop(waiter))
                         errors.extend(await waiter.wait())
                     except anyio.BrokenResourceError as exc:  # it died tearing down
                         errors.append(exc)

@@ -18,6 +18,8 @@ __all__ = [
     "AclasyncError",
     "BackendUnavailableError",
     "DeviceBrokenError",
+    "call_name",
+    "never_recorded",
     "raise_for_status",
     "report",
 ]
@@ -108,6 +110,31 @@ def raise_for_status(
     """Raise the exception for a non-zero ACL status *code*; do nothing for 0."""
     if code:
         raise AclError.from_status(code, api, device=device, stream=stream)
+
+
+def call_name(acl: object, fn: object) -> str:
+    """A readable ``acl.<namespace>.<call>`` name for a backend function *fn*."""
+    owner = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", repr(fn))
+    for namespace in ("rt", "sim", "util", "mdl"):
+        if owner is not None and owner is getattr(acl, namespace, None):
+            return f"acl.{namespace}.{name}"
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{name}" if module else name
+
+
+def never_recorded(failure: BaseException, device: int, stream: int) -> AclasyncError:
+    """A fresh exception for a wait on an event whose record failed with *failure*."""
+    if isinstance(failure, AclError):
+        error: AclasyncError = AclError.from_status(
+            failure.code, failure.api, device=device, stream=stream
+        )
+    else:
+        error = AclasyncError(f"acl.rt.record_event raised {failure!r}")
+        error.__cause__ = failure
+    notes = error.__dict__.setdefault("__notes__", [])  # BaseException.add_note, 3.10 too
+    notes.append("the event's record failed: it was never recorded and cannot be waited on")
+    return error
 
 
 def report(errors: list[BaseException], propagating: BaseException | None = None) -> None:

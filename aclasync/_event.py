@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
-from ._errors import AclError, raise_for_status
+from ._errors import AclasyncError, AclError, raise_for_status
 from ._factory import AsyncResource
 from ._pyacl.codes import ErrorCode
 from ._waits import check_timeout
@@ -83,9 +83,18 @@ class Event(AsyncResource):
         """
         timeout = check_timeout(timeout)
         self._check_open()
-        await self._state.watch(
-            self._lane, self._handle, self._record, timeout, "aclasync.Event.synchronize"
-        )
+        state, lane, record = self._state, self._lane, self._record
+        waiter = state.wait_for(lane, timed=timeout is not None, event=self._handle, record=record)
+        try:
+            if timeout is None:
+                await waiter.wait()
+            else:
+                on_timeout = state.expiry("aclasync.Event.synchronize", timeout, lane, event=True)
+                await waiter.wait(timeout, on_timeout=on_timeout)
+        except AclasyncError:
+            if not state.never_recorded(lane, record):
+                raise
+        state.settle(lane)
 
     async def query(self) -> bool:
         """Return True once the recorded work has finished (non-blocking).

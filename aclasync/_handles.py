@@ -13,12 +13,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import AclError
-from ._lanes import Lane
+from ._lanes import Lane, Life
 
 if TYPE_CHECKING:
     from ._pyacl.backend import AclRt
 
-__all__ = ["Handles"]
+__all__ = ["READY_HIGH", "READY_LOW", "Handles"]
+
+#: ``take_ready`` asks for a refill below READY_LOW events; one fills up to READY_HIGH.
+READY_LOW, READY_HIGH = 8, 32
 
 
 class Handles:
@@ -34,6 +37,9 @@ class Handles:
         #: event loop also takes from for ``Stream.record_event_nowait``.
         self.ready: dict[bool, deque[int]] = {False: deque(), True: deque()}
         self._events: dict[int, bool] = {}  # recorded events the user holds: timing
+        #: A refill of ``ready`` is asked for, by timing flag (set by the loop in
+        #: ``take_ready``, cleared by the worker as the refill starts).
+        self._refilling = {False: False, True: False}
         #: Address: the pyACL call that frees it, and that call's name for errors.
         self._memory: dict[int, tuple[Callable[[int], int], str]] = {}
         #: Other handles made on the worker (``keep``): key -> (release, its name).
@@ -50,11 +56,11 @@ class Handles:
 
     # -- making ----------------------------------------------------------------------
 
-    def create_stream(self, priority: int, flags: int, fast_sync: bool) -> Lane:
+    def create_stream(self, priority: int, flags: int) -> Lane:
         """Create a stream with ``create_stream_with_config``."""
         handle, ret = self._rt.create_stream_with_config(priority, flags)
         self.check(ret, "acl.rt.create_stream_with_config")
-        lane = self.lanes[handle] = Lane(handle, fast_sync=fast_sync)
+        lane = self.lanes[handle] = Lane(handle, flags)
         return lane
 
     def fence_event(self) -> tuple[int, int]:
@@ -82,15 +88,29 @@ class Handles:
         self._events[event] = timing
         return int(event)
 
+    def take_ready(self, timing: bool) -> tuple[int | None, bool]:
+        """An event kept ready for a record that does not wait (or None), and whether
+        to ask for a refill now (few are left and none is asked for). From the loop."""
+        ready = self.ready[timing]
+        try:
+            event: int | None = ready.pop()
+        except IndexError:
+            event = None
+        refill = len(ready) < READY_LOW and not self._refilling[timing]
+        if refill:
+            self._refilling[timing] = True
+        return event, refill
+
     def hand_out(self, event: int, timing: bool) -> None:
         """Count *event*, taken from ``ready`` by the event loop, as held by the user."""
         self._events[event] = timing
 
-    def refill(self, timing: bool, count: int) -> None:
-        """Create events until ``ready[timing]`` holds *count* (stops at a failure:
+    def refill(self, timing: bool) -> None:
+        """Create events until ``ready[timing]`` holds READY_HIGH (stops at a failure:
         ``record`` then makes its own, and says why if it cannot)."""
+        self._refilling[timing] = False
         pool = self.ready[timing]
-        while len(pool) < count:
+        while len(pool) < READY_HIGH:
             event, ret = self._rt.create_event()
             if ret:
                 return
@@ -116,6 +136,18 @@ class Handles:
             self.check(ret, "acl.rt.malloc")
             self._memory[int(ptr)] = (rt.free, "acl.rt.free")
         return int(ptr)
+
+    def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
+        """The stream's overflow-status buffer, allocated on first use."""
+        if not lane.overflow_buffer:
+            lane.overflow_buffer = self.alloc(nbytes, host=False)
+        return lane.overflow_buffer
+
+    def free_or_raise(self, ptr: int) -> None:
+        """Free memory from ``alloc``; raise its ``AclError`` if that fails."""
+        error = self.free(ptr)
+        if error is not None:
+            raise error
 
     def free(self, ptr: int, lane: Lane | None = None) -> AclError | None:
         """Free memory from ``alloc``; the error if that fails, None if not ours."""
@@ -166,7 +198,8 @@ class Handles:
         for lane in self.lanes.values():
             if lane.handle:
                 release(rt.destroy_stream(lane.handle), "acl.rt.destroy_stream", lane)
-            lane.closed = True
+            if not lane.closed:
+                lane.move(Life.CLOSED)
         self.lanes.clear()
         if reset:
             release(rt.reset_device(self._device_id), "acl.rt.reset_device")
@@ -197,7 +230,8 @@ class Handles:
                 pass
         self._memory.clear()
         for lane in self.lanes.values():
-            lane.closed = True
+            if not lane.closed:
+                lane.move(Life.CLOSED)
 
     def _all_events(self) -> list[int]:
         events = [e for pool in self.ready.values() for e in pool]

@@ -1,26 +1,56 @@
-"""The worker's bookkeeping for one stream: its watched events and its unreported failures."""
+"""One stream as the device worker sees it: its points, its failures, its two states.
+
+Two small state machines instead of a bag of flags, their legal moves in ``_MOVES``,
+checked by ``Lane.move`` (an ``assert``: debug runs and the tests check every move):
+
+- ``life``: ``OPEN``; ``STOPPED`` (``FailureMode.STOP`` tripped: later calls are
+  refused with 107023); ``CLOSED``; ``FORCED`` (closed with ``destroy_stream_force``:
+  its queued work may never have run).
+- ``loan``, who waits for the stream's head point: ``FREE`` (the worker watches it);
+  ``EVENT`` (lent to the waiting thread, waited for by its event); ``STREAM`` (its tail
+  lent as a stream sync, to the waiting thread or the worker itself); ``HELD`` (the
+  worker waits for that sync to come back); ``BACK`` (it came back; not lent again
+  before the worker has looked); ``POLLED`` (a lent wait failed short of the point: only
+  the worker polls the stream from then on).
+
+Who changes what is in the worker module's docstring.
+"""
 
 from __future__ import annotations
 
 import bisect
+import enum
 from collections import deque
 
 from ._loop import Waiter
+from ._pyacl.constants import StreamFlag
 
-__all__ = ["EventRecord", "Lane", "Watch"]
+__all__ = ["EventRecord", "Lane", "Life", "Loan", "Watch"]
 
-#: A watch purges abandoned waiters once it holds this many (then twice the survivors).
+#: A point purges abandoned waiters once it holds this many (then twice the survivors).
 _PURGE_FLOOR = 16
+
+Life = enum.Enum("Life", "OPEN STOPPED CLOSED FORCED")
+Loan = enum.Enum("Loan", "FREE EVENT STREAM HELD BACK POLLED")
+
+_MOVES: dict[enum.Enum, frozenset[enum.Enum]] = {
+    Life.OPEN: frozenset({Life.STOPPED, Life.CLOSED, Life.FORCED}),
+    Life.STOPPED: frozenset({Life.CLOSED, Life.FORCED}),
+    Life.CLOSED: frozenset(),
+    Life.FORCED: frozenset(),
+    Loan.FREE: frozenset({Loan.EVENT, Loan.STREAM}),
+    Loan.EVENT: frozenset({Loan.FREE, Loan.POLLED}),
+    Loan.STREAM: frozenset({Loan.FREE, Loan.HELD, Loan.POLLED}),
+    Loan.HELD: frozenset({Loan.BACK, Loan.POLLED}),
+    Loan.BACK: frozenset({Loan.FREE, Loan.POLLED}),
+    Loan.POLLED: frozenset(),
+}
 
 
 class EventRecord:
-    """One record of an event on a stream, as the worker saw it.
-
-    ``seq`` numbers the record among the stream's points; it is 0 until the worker has
-    run the record, which it always does before any later job that names the record
-    (jobs run in order). ``failure`` is the record's failure (the stream reports it);
-    an event whose record failed was never recorded and is never watched.
-    """
+    """One record of an event on a stream: ``seq`` numbers it among the stream's points
+    (0 until the worker ran it, always before any later job naming it); ``failure`` is
+    the record's failure (then the event was never recorded and is never watched)."""
 
     __slots__ = ("failure", "seq")
 
@@ -30,11 +60,11 @@ class EventRecord:
 
 
 class Watch:
-    """An event the worker watches for some waiters (a fence when ``fence`` is set).
+    """A point of a stream that waiters wait for: an event, or a fence (``fence``).
 
     A fence's ``event`` is 0 while the fence is the stream's tail: reaching it then
-    means the stream is idle, which a stream sync or ``stream_query`` tells without
-    an event task on the stream.
+    means the stream is idle, which a stream sync or ``stream_query`` tells without an
+    event task on the stream. ``launches``: the stream's calls queued at a fence.
     """
 
     __slots__ = ("_limit", "event", "fence", "launches", "seq", "waiters")
@@ -48,12 +78,9 @@ class Watch:
         self._limit = _PURGE_FLOOR
 
     def add(self, waiter: Waiter) -> None:
-        """Add a waiter in amortised O(1).
-
-        Abandoned waiters are dropped only when the list has doubled since the last
-        purge, so a long-lived watch polled with short timeouts stays small without
-        every registration paying for a rebuild.
-        """
+        """Add a waiter in amortised O(1): abandoned ones are dropped only when the list
+        doubled since the last purge, so a point polled with short timeouts stays small
+        without every registration paying for a rebuild."""
         waiters = self.waiters
         if len(waiters) >= self._limit:
             waiters = self.waiters = [w for w in waiters if not w.abandoned]
@@ -62,73 +89,78 @@ class Watch:
 
 
 class Lane:
-    """One stream as the device worker sees it.
-
-    The worker owns every field but ``errors``: it appends failures there (with a
-    device-wide sequence number, so the device can report them in the order it saw
-    them) and the event loop pops them when it reports them. The fields about the
-    stream's watches (``watches``, ``lent``, ``lent_stream``, ``unlendable``,
-    ``collected``) are shared with the device's waiting thread and change only under
-    the worker's lock.
-    """
+    """One stream of a device: its handle and flags, points, failures and states."""
 
     __slots__ = (
-        "aborted",
-        "closed",
         "collected",
         "errors",
         "fast_sync",
-        "forced",
+        "flags",
         "handle",
-        "held",
         "idle_at",
         "launches",
-        "lent",
-        "lent_stream",
+        "life",
+        "loan",
         "open_fence",
         "overflow_buffer",
         "records",
         "settled_at",
         "submitted",
-        "unlendable",
         "watches",
     )
 
-    def __init__(self, handle: int, *, fast_sync: bool) -> None:
+    def __init__(self, handle: int, flags: int = 0) -> None:
         self.handle = handle
-        self.fast_sync = fast_sync
-        self.launches = 0
-        self.records = 0
-        self.watches: list[Watch] = []
+        self.flags = flags  # as validated where the stream was created
+        self.fast_sync = bool(flags & StreamFlag.FAST_SYNC)
+        self.life = Life.OPEN
+        self.loan = Loan.FREE
+        self.launches = 0  # calls queued so far
+        self.records = 0  # points numbered so far
+        self.watches: list[Watch] = []  # points with waiters, oldest first
+        #: Unreported failures with the device's sequence number.
         self.errors: deque[tuple[int, BaseException]] = deque()
         self.overflow_buffer = 0
-        self.closed = False
-        #: Stopped by FailureMode.STOP: its 107023 refusals were reported once.
-        self.aborted = False
-        #: Closed with ``destroy_stream_force``: its queued work may never have run.
-        self.forced = False
         #: ``launches`` when the stream's failures were last collected by a sync.
         self.collected = 0
-        #: ``(launches, calls)`` when the worker last saw the stream idle with its
-        #: failures collected (``calls``: the worker's count of arbitrary calls, any of
-        #: which may have queued work on the stream behind the worker's back). While it
-        #: still matches, a sync needs no runtime call (worker thread only).
+        #: ``(launches, worker calls)`` when the worker last saw the stream idle with its
+        #: failures collected (any call may queue work on it): while it matches, a sync
+        #: needs no runtime call.
         self.idle_at: tuple[int, int] | None = None
-        #: The head watch is lent to the waiting thread (waited on by a stream sync
-        #: when ``lent_stream``: that sync returns the stream's failures).
-        self.lent = False
-        self.lent_stream = False
-        #: The waiting thread's wait failed for this stream: the worker watches it.
-        self.unlendable = False
-        #: The worker waits for the stream's loan to come back: lend it no more.
-        self.held = False
-        #: Event-loop side only: launches submitted, and ``(submitted, device calls)``
-        #: when a sync of the stream last succeeded (see ``DeviceState.settled``).
+        #: The fence at the stream's tail, without an event until work comes behind it.
+        self.open_fence: Watch | None = None
+        #: Calls submitted, and ``(submitted, device calls)`` at the last successful sync.
         self.submitted = 0
         self.settled_at: tuple[int, int] | None = None
-        #: A fence without an event: it marks the stream's tail, until the worker
-        #: records its event before queuing more work (worker thread only).
-        self.open_fence: Watch | None = None
+
+    def __repr__(self) -> str:
+        return f"<Lane {self.handle:#x} {self.life.name} {self.loan.name}>"
+
+    @property
+    def closed(self) -> bool:
+        return self.life is Life.CLOSED or self.life is Life.FORCED
+
+    @property
+    def forced(self) -> bool:
+        return self.life is Life.FORCED
+
+    @property
+    def stopped(self) -> bool:
+        return self.life is Life.STOPPED
+
+    def move(self, to: Life | Loan) -> None:
+        """Move ``life`` or ``loan`` to *to*; only the moves in ``_MOVES`` are legal."""
+        if isinstance(to, Life):
+            assert to in _MOVES[self.life], f"{self!r}: no move to {to.name}"
+            self.life = to
+        else:
+            assert to in _MOVES[self.loan], f"{self!r}: no move to {to.name}"
+            self.loan = to
+
+    def take_back(self) -> None:
+        """A held stream sync came back (``BACK``): free to lend again."""
+        if self.loan is Loan.BACK:
+            self.move(Loan.FREE)
 
     def next_seq(self) -> int:
         """Number the next point recorded on the stream (events and fences)."""

@@ -27,7 +27,18 @@ import anyio.lowlevel
 import outcome
 from anyio.lowlevel import RunVar
 
-__all__ = ["DONE", "EXPIRED", "WAKE_BATCH", "Delivery", "Waiter", "current_delivery"]
+__all__ = [
+    "DONE",
+    "EXPIRED",
+    "WAKE_BATCH",
+    "Delivery",
+    "Outbox",
+    "Ready",
+    "Waiter",
+    "current_delivery",
+    "post",
+    "post_to",
+]
 
 #: Waiters resumed per loop iteration; the rest wait for the next iteration.
 WAKE_BATCH = 64
@@ -287,3 +298,53 @@ def _find_delivery() -> Delivery:
             raise RuntimeError("aclasync needs a running asyncio or trio event loop") from None
     _delivery.set(delivery)
     return delivery
+
+
+#: Resolved waiters by the event loop they go to.
+Ready = dict[Delivery, list[Waiter]]
+
+
+def post(ready: Ready) -> None:
+    """Hand resolved waiters to their event loops (from any thread)."""
+    for delivery, waiters in ready.items():
+        post_to(delivery, waiters)
+
+
+def post_to(delivery: Delivery, waiters: Iterable[Waiter]) -> None:
+    """Hand waiters to one event loop; a closed loop is skipped (nobody is left to
+    resume), so that other loops' waiters are still served."""
+    try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
+        delivery.post(waiters)
+    except RuntimeError:
+        pass
+
+
+class Outbox:
+    """Waiters a device's threads resolved, by the event loop each goes to, until they
+    are posted in one batch per loop. Its owner (the device's watcher) guards it with
+    its lock."""
+
+    __slots__ = ("_ready",)
+
+    def __init__(self) -> None:
+        self._ready: dict[Delivery, list[Waiter]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._ready)
+
+    def put(self, waiter: Waiter, result: outcome.Outcome[Any]) -> None:
+        waiter.result = result
+        self._ready.setdefault(waiter.delivery, []).append(waiter)
+
+    def put_all(self, waiters: Iterable[Waiter], make: Callable[[], outcome.Outcome[Any]]) -> None:
+        """Resolve every waiter nobody abandoned with a fresh ``make()``."""
+        ready = self._ready
+        for waiter in waiters:  # put() inlined: this runs on a just-woken CPU
+            if not waiter.abandoned:
+                waiter.result = make()
+                ready.setdefault(waiter.delivery, []).append(waiter)
+
+    def take(self) -> Ready:
+        """The waiters resolved so far, for ``post``."""
+        ready, self._ready = self._ready, {}
+        return ready

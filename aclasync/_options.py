@@ -8,6 +8,9 @@ from typing import Literal
 
 __all__ = ["WorkerOptions"]
 
+#: The default of the removed ``waiting_thread`` option: anything else was passed.
+_GONE = object()
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WorkerOptions:
@@ -25,20 +28,13 @@ class WorkerOptions:
     fast_sync_poll_us:
         Interval at which the worker polls while a FAST_SYNC stream has waiters
         (lower latency, more CPU: the documented FAST_SYNC trade-off).
-    waiting_thread:
-        Give the device a second thread that blocks in the runtime's own waits
-        (``synchronize_stream_with_timeout`` / ``synchronize_event_with_timeout``) on
-        behalf of the worker: completions then cost one thread-to-loop wake-up and a
-        quiet wait costs no CPU. With False, the worker alone watches for completions
-        by polling and short wait slices (the earlier design, kept for
-        comparison in ``aclasync bench sync-modes``).
     inline_fast_sync:
         While a FAST_SYNC stream's sync is all the device waits for and no job is
         queued, the worker waits for it itself, in ``wait_slice_ms`` slices, instead
         of waking the waiting thread: the wait then starts at once, so a kernel
         shorter than a thread wake-up does not pay one. A job submitted meanwhile
         (another stream's launch, say) waits for the slice to end. With False,
-        every wait goes to the waiting thread. Needs ``waiting_thread``.
+        every wait goes to the waiting thread.
     cpu:
         Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
         thread that opens the device (the event loop's) and the worker to the CPU that
@@ -51,11 +47,18 @@ class WorkerOptions:
     busy_poll_us: float = 250.0
     busy_window_ms: float = 50.0
     fast_sync_poll_us: float = 20.0
-    waiting_thread: bool = True
     inline_fast_sync: bool = True
     cpu: int | Literal["loop"] | None = None
+    waiting_thread: dataclasses.InitVar[object] = _GONE
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, waiting_thread: object) -> None:
+        if waiting_thread is not _GONE:
+            raise TypeError(
+                "WorkerOptions(waiting_thread=...) is gone: every device now has a waiting "
+                "thread, which blocks in the runtime's own waits (the design without one "
+                "polled, at 4-9 % of a core per device against 0.2-0.3 %; its figures are "
+                "in benchmarks/README.md)"
+            )
         if isinstance(self.wait_slice_ms, bool) or not isinstance(self.wait_slice_ms, int):
             raise TypeError("wait_slice_ms must be an int (milliseconds)")
         if self.wait_slice_ms < 1:
@@ -63,8 +66,6 @@ class WorkerOptions:
         for name in ("busy_poll_us", "fast_sync_poll_us"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not isinstance(self.waiting_thread, bool):
-            raise TypeError("waiting_thread must be a bool")
         if not isinstance(self.inline_fast_sync, bool):
             raise TypeError("inline_fast_sync must be a bool")
         if not self.busy_window_ms >= 0:

@@ -194,13 +194,14 @@ class Stream(AsyncResource):
         timeout = check_timeout(timeout)
         self._check_open()
         state, lane = self._state, self._lane
-        waiter, mark = state.start_fence(lane, timed=timeout is not None)
+        mark = state.mark(lane)
+        waiter = state.wait_for(lane, timed=timeout is not None)
         if timeout is None:
             await waiter.wait()
         else:
-            on_timeout = state.fence_timeout(lane, timeout, "aclasync.Stream.synchronize")
+            on_timeout = state.expiry("aclasync.Stream.synchronize", timeout, lane)
             await waiter.wait(timeout, on_timeout=on_timeout)
-        state.end_fence(lane, mark)
+        state.settle(lane, mark)
 
     async def record_event(self, *, timing: bool = False) -> Event:
         """Record a new event after the work queued so far and return it.
@@ -352,8 +353,7 @@ class Stream(AsyncResource):
         """Wait for the work queued so far, reporting nothing (an abandoned wait's
         rule: the stream's failures stay for its own awaits)."""
         self._check_open()
-        waiter, _ = self._state.start_fence(self._lane, timed=False)
-        await waiter.wait()
+        await self._state.wait_for(self._lane, timed=False).wait()
 
     def _queued(self) -> int:
         """Work submitted to the stream so far, as a count (it only grows)."""

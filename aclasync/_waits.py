@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
 import numbers
+import operator
 import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["check_bool", "check_plain_callable", "check_timeout"]
+__all__ = [
+    "check_bool",
+    "check_plain_callable",
+    "check_timeout",
+    "is_coroutine",
+    "launch_status",
+]
 
 
 def check_timeout(timeout: object) -> float | None:
@@ -67,4 +75,34 @@ def _coroutine_message(what: str, fn: object) -> str:
     return (
         f"{what} runs fn on the device's worker thread: pass a plain function, "
         f"not a coroutine function (async def); got {fn!r}"
+    )
+
+
+def is_coroutine(value: object) -> bool:
+    return hasattr(value, "cr_frame") and hasattr(value, "close")
+
+
+def launch_status(ret: object, result: object, api: str) -> int:
+    """The pyACL status *ret* (from the launched call's *result*) as an ``int``.
+
+    numpy integers and other ``__index__`` types are statuses; ``bool`` is not, nor is
+    anything else.
+
+    Raises
+    ------
+    TypeError
+        Saying what ``launch`` expects and what *api* returned instead.
+    """
+    if not isinstance(ret, bool) and hasattr(type(ret), "__index__"):
+        with contextlib.suppress(TypeError):
+            return operator.index(ret)  # type: ignore[arg-type]
+    got = f"{type(result).__name__} {result!r}"
+    if is_coroutine(result):
+        result.close()  # type: ignore[attr-defined]  # never awaited: say so here, once
+        got = "a coroutine (the worker thread never awaits one)"
+    if len(got) > 120:
+        got = got[:117] + "..."
+    raise TypeError(
+        f"launch() expects fn to return a pyACL status: an int (0 for success), or a "
+        f"tuple whose last item is one, as pyACL's calls return; {api} returned {got}"
     )

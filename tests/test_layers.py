@@ -90,7 +90,14 @@ def _breaks(rule: str, module: str, target: str) -> bool:
             and not _within(target, "aclasync._pyacl")
         )
     if rule == "worker never imports sim":
-        worker = ("aclasync._worker", "aclasync._worker_waits", "aclasync._waiting_thread")
+        worker = (
+            "aclasync._worker",
+            "aclasync._watcher",
+            "aclasync._points",
+            "aclasync._waiting_thread",
+            "aclasync._jobs",
+            "aclasync._lanes",
+        )
         return any(_within(module, m) for m in worker) and _within(target, "aclasync.sim")
     if rule == "library never imports the command line":
         return (

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["TIMEOUT_CODES", "ErrorCode", "code_name"]
+__all__ = ["TIMEOUT_CODES", "ErrorCode", "code_name", "is_timeout"]
 
 
 class ErrorCode(enum.IntEnum):
@@ -290,3 +290,8 @@ def code_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return f"ACL_ERROR_UNKNOWN({code})"
+
+
+def is_timeout(ret: int) -> bool:
+    """Whether a timed runtime wait ran out of time (rather than finished or failed)."""
+    return ret in TIMEOUT_CODES

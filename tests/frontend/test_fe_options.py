@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,13 @@ pytestmark = pytest.mark.anyio
 def test_bad_options_are_refused(kwargs: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         aclasync.WorkerOptions(**kwargs)
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_the_removed_waiting_thread_option_says_why(value: bool) -> None:
+    gone = re.escape("WorkerOptions(waiting_thread=...) is gone: every device now has")
+    with pytest.raises(TypeError, match=gone):
+        aclasync.WorkerOptions(waiting_thread=value)  # type: ignore[call-arg]
 
 
 async def test_options_must_be_worker_options(rt: Any) -> None:

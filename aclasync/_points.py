@@ -1,0 +1,159 @@
+"""The points a device's waiters wait for (fences and event watches, in each lane's
+``watches``): whether they were reached, and their waiters resolved into an ``Outbox``.
+Not thread-safe by itself: its owner, the ``Watcher``, calls it with its lock held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import anyio
+import outcome
+
+from ._errors import never_recorded
+from ._lanes import EventRecord, Lane, Watch
+from ._loop import DONE, EXPIRED, Outbox, Waiter
+from ._pyacl.constants import EventRecordedStatus, StreamStatus
+
+if TYPE_CHECKING:
+    from ._handles import Handles
+    from ._pyacl.backend import AclRt
+
+__all__ = ["EVENT_COMPLETE", "STREAM_COMPLETE", "Points"]
+
+EVENT_COMPLETE = int(EventRecordedStatus.COMPLETE)  # query_event_status
+STREAM_COMPLETE = int(StreamStatus.COMPLETE)  # stream_query
+
+
+def _done() -> outcome.Value[None]:
+    return DONE
+
+
+def closed(why: str) -> Callable[[], outcome.Error]:
+    """Makes the result of a wait whose point went away: ``ClosedResourceError``."""
+    return lambda: outcome.Error(anyio.ClosedResourceError(why))
+
+
+class Points:
+    """The streams with points waited for, and the resolved waiters (``out``).
+    *collect* takes a stream's kernel failures (the watcher does)."""
+
+    def __init__(
+        self, rt: AclRt, device_id: int, handles: Handles, collect: Callable[[Lane], None]
+    ) -> None:
+        self._rt = rt
+        self._device_id = device_id
+        self._handles = handles
+        self._collect = collect
+        self.waiting: dict[int, Lane] = {}
+        self.out = Outbox()
+
+    def park(self, lane: Lane, point: Watch, waiter: Waiter) -> None:
+        """Add *waiter* to *point*, or answer it if its timeout ran out already."""
+        if waiter.expired:  # its timeout ran out before the worker's first look
+            self.out.put(waiter, EXPIRED)
+        else:
+            point.add(waiter)
+            self.waiting[lane.handle] = lane
+
+    def watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
+        """Answer *waiter* now, or once *event* (its *record* on *lane*) completes."""
+        waiter.seen = True
+        watches, out = lane.watches, self.out
+        index = lane.find(record.seq)
+        if record.failure is not None:  # never recorded: nothing will ever complete
+            error = never_recorded(record.failure, self._device_id, lane.handle)
+            out.put(waiter, outcome.Error(error))
+        elif index < len(watches) and watches[index].seq == record.seq:
+            self.park(lane, watches[index], waiter)
+        elif lane.forced:
+            why = "the event's stream was closed with force=True: its work may be dropped"
+            out.put(waiter, outcome.Error(anyio.ClosedResourceError(why)))
+        else:
+            status, ret = self._rt.query_event_status(event)
+            if ret:
+                out.put(waiter, self._failed(ret, lane)())
+            elif status == EVENT_COMPLETE:
+                out.put(waiter, DONE)
+            elif waiter.expired:
+                out.put(waiter, EXPIRED)
+            else:
+                point = Watch(event, record.seq, fence=False, launches=-1)
+                watches.insert(index, point)
+                self.park(lane, point, waiter)
+
+    def sweep_lane(self, lane: Lane) -> None:
+        """Resolve *lane*'s points reached so far, oldest first."""
+        watches = lane.watches
+        while watches:
+            head = watches[0]
+            if head.event:
+                status, ret = self._rt.query_event_status(head.event)
+                reached = status == EVENT_COMPLETE
+            else:  # an open fence: reached once the stream is idle
+                status, ret = self._rt.stream_query(lane.handle)
+                reached = status == STREAM_COMPLETE
+            if not ret and not reached:
+                return
+            del watches[0]
+            if head.fence and head.event:
+                self._handles.fence_pool.append(head.event)
+            if ret:
+                self.out.put_all(head.waiters, self._failed(ret, lane))
+                continue
+            if head.fence and head.launches > lane.collected:
+                # Kernel failures come from synchronize_stream only: collect them when
+                # the stream is idle (the call then returns at once). Work queued after
+                # the fence leaves them for a later look.
+                status, ret = self._rt.stream_query(lane.handle)
+                if not ret and status == STREAM_COMPLETE:
+                    self._collect(lane)
+            self.out.put_all(head.waiters, _done)
+
+    def reached_tail(self, lane: Lane, point: Watch) -> bool:
+        """A stream sync for the open fence *point* came back: resolve it if it is still
+        the head. Whether the stream has no points left then."""
+        watches = lane.watches
+        if watches and watches[0] is point and not point.event:
+            del watches[0]
+            self.out.put_all(point.waiters, _done)
+        return self.drop_if_done(lane)
+
+    def drop_if_done(self, lane: Lane) -> bool:
+        """Stop watching *lane* if it has no points left; whether it had none."""
+        if lane.watches:
+            return False
+        self.waiting.pop(lane.handle, None)
+        return True
+
+    def forget(self, lane: Lane, record: EventRecord) -> None:
+        """An event was closed: fail the waits still pending on it."""
+        index = lane.find(record.seq)
+        point = lane.watches[index] if index < len(lane.watches) else None
+        if point is not None and point.seq == record.seq and not point.fence:
+            del lane.watches[index]
+            self.out.put_all(point.waiters, closed("the event was closed while this waited for it"))
+
+    def fail_all(self, lane: Lane, why: str) -> None:
+        """*lane* is closing: every point it still has never completes."""
+        lane.open_fence = None
+        for point in lane.watches:
+            if point.fence and point.event:
+                self._handles.fence_pool.append(point.event)
+            self.out.put_all(point.waiters, closed(why))
+        lane.watches.clear()
+        self.waiting.pop(lane.handle, None)
+
+    def abandon(self, lanes: Iterable[Lane]) -> list[Waiter]:
+        """Forget every point; their waiters (at the worker's death)."""
+        waiters = [w for lane in lanes for point in lane.watches for w in point.waiters]
+        for lane in lanes:
+            lane.watches.clear()
+        self.waiting.clear()
+        return waiters
+
+    def _failed(self, ret: int, lane: Lane) -> Callable[[], outcome.Error]:
+        """Makes a fresh error for each waiter of a point whose query failed."""
+        handles = self._handles
+        return lambda: outcome.Error(handles.error(ret, "acl.rt.query_event_status", lane))

@@ -1,0 +1,378 @@
+"""Watching for finished work, on behalf of one device worker.
+
+The ``Watcher`` decides who waits for the points waiters wait for (its ``Points``): the
+waiting thread it holds, the worker itself (a lone FAST_SYNC sync), or the worker's
+polling between rounds. It registers fences, lends points and takes what their waits
+returned, and collects the kernel failures pyACL reports through
+``synchronize_stream`` only.
+
+Its methods run on the worker thread, but for ``pick`` and ``returned``, which the
+waiting thread calls. ``lock`` guards what both threads touch: the ``Points`` (the
+streams waited for, each lane's ``watches``, the resolved waiters) and each lane's
+``loan``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import outcome
+
+from ._lanes import EventRecord, Lane, Life, Loan, Watch
+from ._loop import DONE, EXPIRED, Ready, Waiter, post, post_to
+from ._options import WorkerOptions
+from ._points import STREAM_COMPLETE, Points
+from ._pyacl.codes import ErrorCode, is_timeout
+from ._waiting_thread import Lent, WaitingThread
+
+if TYPE_CHECKING:
+    from ._handles import Handles
+    from ._pyacl.backend import AclRt
+
+__all__ = ["STREAM_ABORT", "Watcher"]
+
+STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
+_LENT = (Loan.EVENT, Loan.STREAM, Loan.HELD)
+
+
+class Watcher:
+    """Who waits for the points of one device's waiters. *fail* gives a stream a
+    failure (the worker numbers it); *look_again* makes the worker go round again."""
+
+    def __init__(
+        self,
+        rt: AclRt,
+        device_id: int,
+        handles: Handles,
+        options: WorkerOptions,
+        fail: Callable[[Lane, BaseException], None],
+        look_again: Callable[[], None],
+    ) -> None:
+        self._rt = rt
+        self._device_id = device_id
+        self._handles = handles
+        self._options = options
+        self._fail = fail
+        self._look_again = look_again
+        self.lock = threading.Lock()
+        self._returned = threading.Condition(self.lock)  # a held stream loan came back
+        self._points = Points(rt, device_id, handles, self._collect)
+        self._asked: set[Lane] = set()  # found busy by a fence this round: not asked again
+        self._context = 0
+        self._thread: WaitingThread | None = None
+
+    def start(self, context: int) -> None:
+        """The device's context is set: lend waits from now on."""
+        self._context = context
+
+    # -- registering waits --------------------------------------------------------------
+
+    def idle_answer(self, lane: Lane, waiter: Waiter, calls: int) -> bool:
+        """Answer a sync of a stream known idle at once, the bare shape of a round trip
+        (no lock, no batch: the waiting thread never touches ``idle_at``)."""
+        if lane.idle_at != (lane.launches, calls) or self._points.out:
+            return False
+        waiter.seen = True
+        waiter.result = DONE
+        post_to(waiter.delivery, (waiter,))
+        return True
+
+    def fence(self, lane: Lane, waiter: Waiter, timed: bool, calls: int) -> None:
+        """Answer *waiter* once the work queued on *lane* so far is done (*timed*: the
+        wait has a timeout, so this first look must answer an idle stream)."""
+        with self.lock:
+            waiter.seen = True
+            watches, points = lane.watches, self._points
+            if lane.closed:  # closing concurrently: nothing more will run on it
+                points.out.put(waiter, DONE)
+            elif watches and watches[-1].fence and watches[-1].launches == lane.launches:
+                points.park(lane, watches[-1], waiter)  # nothing queued since: share it
+            elif lane.idle_at == (lane.launches, calls):
+                points.out.put(waiter, DONE)  # idle since the last look: nothing to ask
+            else:
+                self._fence(lane, waiter, timed or waiter.expired, calls)
+
+    def _fence(self, lane: Lane, waiter: Waiter, timed: bool, calls: int) -> None:
+        # A FAST_SYNC stream the worker may wait for itself is not asked first: its sync
+        # answers an idle stream at once too, and a query would only put one more
+        # runtime call between the launch and the wait. If the wait goes elsewhere,
+        # the sweep asks.
+        ask = timed or not self._may_wait_inline(lane)
+        if ask:
+            status, ret = self._rt.stream_query(lane.handle)
+            if ret:
+                error = self._handles.error(ret, "acl.rt.stream_query", lane)
+                self._points.out.put(waiter, outcome.Error(error))
+                return
+            if status == STREAM_COMPLETE:
+                if lane.collected != lane.launches:  # else nothing ran since the last look
+                    self._collect(lane)
+                lane.idle_at = (lane.launches, calls)
+                self._points.out.put(waiter, DONE)
+                return
+            if waiter.expired:  # its timeout ran out before this first look
+                self._points.out.put(waiter, EXPIRED)
+                return
+            self._asked.add(lane)
+        fence = lane.open_fence = Watch(0, lane.next_seq(), fence=True, launches=lane.launches)
+        lane.watches.append(fence)
+        self._points.park(lane, fence, waiter)
+
+    def watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
+        """Answer *waiter* once *event* (its *record* on *lane*) completes."""
+        with self.lock:
+            self._points.watch(lane, event, record, waiter)
+
+    def close_fence(self, lane: Lane) -> None:
+        """Give the stream's open fence its event before anything is queued behind it.
+        If the record fails, the fence is reached when the stream next goes idle (later,
+        never early), and the failure is the stream's."""
+        fence, lane.open_fence = lane.open_fence, None
+        assert fence is not None
+        with self.lock:
+            index = lane.find(fence.seq)
+            if index < len(lane.watches) and lane.watches[index] is fence:
+                event, ret = self._handles.fence_event()
+                if not ret:
+                    ret = self._rt.record_event(event, lane.handle)
+                    if ret:
+                        self._handles.fence_pool.append(event)
+                if ret:
+                    self._fail(lane, self._handles.error(ret, "acl.rt.record_event", lane))
+                else:
+                    fence.event = event
+
+    # -- the round ----------------------------------------------------------------------
+
+    def round(self, may_wait: Callable[[], bool]) -> tuple[Lent | None, Ready]:
+        """Sweep and lend what is waited for: the wait the worker takes itself, if any
+        (only while ``may_wait()``: no job queued, not stopping), and what is resolved."""
+        inline = None
+        with self.lock:
+            if self._points.waiting:
+                # A lone FAST_SYNC sync first: its own wait answers it, so that nothing
+                # stands between the launch and the wait (a query and a sweep measured
+                # 20 us here). Else sweep and try again.
+                if may_wait():
+                    inline = self._inline_loan()
+                if inline is None:
+                    for lane in list(self._points.waiting.values()):
+                        if lane.loan not in _LENT and lane not in self._asked:
+                            self._points.sweep_lane(lane)
+                            self._points.drop_if_done(lane)
+                    if may_wait():
+                        inline = self._inline_loan()
+                if inline is None:
+                    self._lend()
+            self._asked.clear()
+            return inline, self._points.out.take()
+
+    def _inline_loan(self) -> Lent | None:
+        """The tail of a FAST_SYNC stream, when it is all the device waits for: the
+        worker, running right now, waits for it itself, as a program that launches and
+        syncs on one thread does, where waking the waiting thread would put a thread
+        wake-up (tens of us) between a short kernel's end and its waiter."""
+        waiting = self._points.waiting
+        if len(waiting) != 1:
+            return None
+        lane = next(iter(waiting.values()))
+        if not self._may_wait_inline(lane) or lane.loan is not Loan.FREE or not lane.watches:
+            return None
+        head = lane.watches[0]
+        if not head.fence or head.event:
+            return None
+        lane.move(Loan.STREAM)
+        return Lent(lane, head, by_stream=True)
+
+    def _may_wait_inline(self, lane: Lane) -> bool:
+        return (
+            lane.fast_sync
+            and self._options.inline_fast_sync
+            and lane.loan not in (Loan.HELD, Loan.BACK, Loan.POLLED)
+        )
+
+    def wait_inline(self, lent: Lent, interrupted: Callable[[], bool]) -> None:
+        """Wait in the stream's sync (GIL released), ``wait_slice_ms`` at a time, until
+        it returns or ``interrupted()`` (a job came: it waits at most one slice, and
+        the next round lends the wait if it is still pending)."""
+        sync = self._rt.synchronize_stream_with_timeout
+        handle, slice_ms = lent.lane.handle, self._options.wait_slice_ms
+        while is_timeout(ret := sync(handle, slice_ms)) and not interrupted():
+            pass
+        with self.lock:
+            self.returned(lent, ret)
+            ready = self._points.out.take()
+        # Posted at once rather than at the end of the round: the round's bookkeeping
+        # on a just-woken CPU would come first (return to post 11 -> 7 us measured).
+        post(ready)
+
+    def idle_plan(self, busy: bool) -> tuple[float | None, int]:
+        """How the idle worker waits for the streams it watches itself: ``(timeout, 0)``,
+        sleep at most *timeout* s (None: until a job comes), or ``(None, event)``, block
+        a ``wait_slice_ms`` slice on *event*. It polls every ``fast_sync_poll_us`` for a
+        FAST_SYNC stream, every ``busy_poll_us`` while jobs come in (*busy*: close to a
+        passive wait's own wake-up, and jobs are taken at once), else blocks in a slice.
+        """
+        if not self._points.waiting:  # (a stale answer only costs a round)
+            return None, 0
+        with self.lock:
+            watched = [lane for lane in self._points.waiting.values() if lane.loan not in _LENT]
+            head = watched[0].watches[0] if watched and watched[0].watches else None
+        if head is None:
+            return None, 0
+        options = self._options
+        if any(lane.fast_sync for lane in watched):
+            return options.fast_sync_poll_us / 1e6, 0
+        if not busy:
+            if watched[0].open_fence is head:
+                self.close_fence(watched[0])  # the slice needs its event
+            if head.event:
+                return None, head.event
+        return options.busy_poll_us / 1e6, 0
+
+    # -- lending to the waiting thread --------------------------------------------------
+
+    def _lend(self) -> None:
+        if self._context:
+            if self._thread is None:
+                self._thread = WaitingThread(self._rt, self._device_id, self._context, self)
+            self._thread.poke()
+
+    def pick(self) -> Lent | None:
+        """Lend the oldest stream's head point (waiting thread, lock held): an open
+        fence (the stream's tail) as a stream sync, so that the runtime waits in the
+        stream's own mode and returns its failure; anything else by its event."""
+        for lane in self._points.waiting.values():
+            if lane.loan is Loan.FREE and lane.watches:
+                head = lane.watches[0]
+                by_stream = head.fence and not head.event
+                lane.move(Loan.STREAM if by_stream else Loan.EVENT)
+                return Lent(lane, head, by_stream=by_stream)
+        return None
+
+    def returned(self, lent: Lent, ret: int) -> None:
+        """A lent wait returned *ret*: resolve what is finished (lock held)."""
+        lane = lent.lane
+        if lane.loan is Loan.HELD:  # the worker waits for it: not lent before it looks
+            lane.move(Loan.BACK)
+            self._returned.notify_all()
+        else:
+            lane.move(Loan.FREE)
+        if lane.closed or is_timeout(ret):
+            return
+        head = lane.watches[0] if lane.watches else None
+        if lent.by_stream:
+            if ret:
+                self._take_sync_status(lane, ret)
+            lane.collected = lent.point.launches
+            if self._points.reached_tail(lane, lent.point):
+                return  # the common case, kept short: the CPU is cold here
+        self._points.sweep_lane(lane)
+        if not self._points.drop_if_done(lane) and ret and lane.watches[0] is head:
+            # The wait failed, the point is not reached (a stopped stream, a bad event):
+            # the worker polls it, rather than lending a wait that fails at once again.
+            lane.move(Loan.POLLED)
+            self._look_again()
+
+    def _await_loan(self, lane: Lane) -> None:
+        """Wait (lock released) until a stream sync lent on *lane* returned, and keep it
+        from being lent straight back meanwhile (as a timed-out sync would be)."""
+        if lane.loan is Loan.STREAM:
+            lane.move(Loan.HELD)
+            self._returned.wait_for(lambda: lane.loan is not Loan.HELD)
+            lane.take_back()
+
+    # -- failures pyACL reports through synchronize_stream ------------------------------
+
+    def collect(self, lane: Lane) -> None:
+        """Take the stream's kernel failure, if any (blocks until the stream is idle)."""
+        with self.lock:
+            self._collect(lane)
+
+    def _collect(self, lane: Lane) -> None:
+        self._await_loan(lane)  # the failure goes to whichever sync comes first
+        if not lane.closed:
+            launches = lane.launches
+            self._take_sync_status(lane, self._rt.synchronize_stream(lane.handle))
+            lane.collected = launches
+
+    def _take_sync_status(self, lane: Lane, ret: int) -> None:
+        if ret == STREAM_ABORT:  # stopped: the cause came with the first sync after it
+            if lane.life is Life.OPEN:
+                lane.move(Life.STOPPED)
+        elif ret:
+            self._fail(lane, self._handles.error(ret, "acl.rt.synchronize_stream", lane))
+
+    # -- ends -----------------------------------------------------------------------------
+
+    def close_stream(self, lane: Lane, *, force: bool) -> int:
+        """Retire *lane*'s points and destroy it: the destroy's status. Without *force*
+        its work is waited for and its last failures collected; with *force* queued
+        work is dropped and waits still pending fail with ``ClosedResourceError``."""
+        with self.lock:
+            self._points.sweep_lane(lane)
+            if force:
+                ret = int(self._rt.destroy_stream_force(lane.handle))
+                self._await_loan(lane)  # a lent stream sync may hold the failure
+                lane.move(Life.FORCED)
+                why = "the stream was closed with force=True: the work this waited for was dropped"
+            else:
+                self._collect(lane)
+                self._points.sweep_lane(lane)
+                ret = int(self._rt.destroy_stream(lane.handle))
+                lane.move(Life.CLOSED)
+                why = "the stream was closed"
+            self._points.fail_all(lane, why)
+        return ret
+
+    def forget_event(self, lane: Lane, record: EventRecord) -> None:
+        """An event was closed: fail the waits still pending on it."""
+        with self.lock:
+            self._points.forget(lane, record)
+
+    def finish(self, lanes: Iterable[Lane]) -> None:
+        """At the device's stop: collect the last failures, fail what can never end."""
+        with self.lock:
+            for lane in lanes:
+                self._collect(lane)
+                self._points.sweep_lane(lane)
+                self._points.fail_all(lane, "the device was closed")
+        self.stop_thread()
+
+    def abandon_all(self, lanes: Iterable[Lane]) -> list[Waiter]:
+        """At the worker's death: post what was resolved, return every parked waiter."""
+        with self.lock:
+            post(self._points.out.take())  # results found before the death are still true
+            return self._points.abandon(lanes)
+
+    def stop_thread(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop()
+
+    def thread_failure(self) -> BaseException | None:
+        """Why the waiting thread died, if it did."""
+        return None if self._thread is None else self._thread.failure
+
+    def thread_died(self) -> None:
+        """The waiting thread died (``thread_failure`` says why): the worker must look."""
+        self._look_again()
+
+    # -- resolved waiters ---------------------------------------------------------------
+
+    def resolve(self, waiter: Waiter, result: outcome.Outcome[Any]) -> None:
+        """Give *waiter* its result, to be posted with the round's others."""
+        with self.lock:
+            self._points.out.put(waiter, result)
+
+    def flush(self) -> None:
+        """Post the waiters resolved so far."""
+        with self.lock:
+            ready = self._points.out.take()
+        post(ready)
+
+    def take_ready(self) -> Ready:
+        """The waiters resolved so far (waiting thread, lock held)."""
+        return self._points.out.take()
