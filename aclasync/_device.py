@@ -49,7 +49,7 @@ class Device(AsyncResource, Generic[AclT]):
     an ``acl`` typed as pyACL's surface; ``Device[SimAcl]``, what ``backend="sim"`` or a
     simulated runtime gives, one with the simulator's extensions (``dev.acl.sim``).
 
-    Failures of queued work are reported by the rule in the README ("Errors"):
+    Failures of queued work are reported by the rule in docs/errors.md:
     once each, by the first await on their stream or on the device that completes
     after the worker saw them, oldest first; whatever is left is raised by the close.
     """

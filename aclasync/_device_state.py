@@ -6,32 +6,11 @@ its methods: a round trip, a launch, a fence or an event watch, a creation, a re
 
 The error-delivery rule
 -----------------------
-A *failure* is a non-zero status (or an exception) from a call queued with
-``Stream.launch`` and friends, or a kernel failure the runtime reports through
-``synchronize_stream``. The worker sees it, numbers it and keeps it with its stream.
-
-1. Each failure is reported exactly once.
-2. It is raised by the first await on that stream (any awaitable method of the stream,
-   or of an event recorded on it) or on the device (``Device.synchronize``) that
-   completes after the worker has seen it. An await whose own call fails raises its
-   own error and leaves queued failures for the next one.
-3. An abandoned wait (cancelled, or its ``timeout=`` expired) never consumes one.
-4. Several failures known at once are raised one per await, oldest first (in the order
-   the worker saw them; across streams for ``Device.synchronize``). Each await then
-   raises a plain ``AclError`` that ``except AclError`` catches, and a cause stays ahead
-   of the failures it provoked.
-5. Whatever is still unreported when a stream or the device closes is raised by that
-   close: one failure as itself, several as an ``ExceptionGroup`` (a close is the last
-   chance, so it must report them all at once).
-6. A close that runs while another exception propagates (``async with`` exiting on an
-   exception, or a cancelled ``aclose``) never replaces it: the unreported failures are
-   added to it as notes; for a cancellation, which its scope drops with its notes, they
-   go to the device instead (``hand_over``).
-7. A clean return of a stream sync means the work queued before it finished; that
-   none of it failed is known only if nothing was queued behind it before the worker
-   saw it finish (pyACL reports kernel failures through ``synchronize_stream`` alone,
-   for the whole stream at once). Work that must know its own outcome goes on a stream
-   nobody else queues on (``Model.run`` does).
+Failures are delivered by the rule of docs/errors.md, implemented here once: a
+failure is numbered and kept with its stream by the worker (``Lane.errors``), raised
+by ``report`` (one stream) or ``report_device`` (any stream the device reports) at
+the end of an await, by a close (``_finish_close``), or handed to the device when a
+cancellation would drop it (``hand_over``).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ class Stream(AsyncResource):
     with ``launch`` (synchronous, never blocks) and waited for with ``await``. A failure
     of queued work is raised once, by the first await on this stream (or on its
     device) that completes after the device worker saw it; an abandoned wait never
-    consumes it, and ``aclose`` raises whatever is left (see the README, "Errors").
+    consumes it, and ``aclose`` raises whatever is left (see docs/errors.md).
     """
 
     def __init__(

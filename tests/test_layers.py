@@ -1,4 +1,5 @@
-"""The layering rules of DESIGN.md §7, checked on the source and in a fresh interpreter.
+"""The layering rules of docs/design.md ("The layers"), checked on the source and in a fresh
+interpreter.
 
 - ``aclasync._pyacl`` (pyACL's vocabulary) is a leaf: it imports nothing else of aclasync.
 - The simulator imports only itself and the vocabulary, and no event-loop library.
