@@ -13,7 +13,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._loops import LOOPS, loop_unavailable
-from . import _launch, _model, _overhead, _pipeline, _ray, _scale, _serve, _soak, _sync_modes
+from . import (
+    _launch,
+    _model,
+    _overhead,
+    _pipeline,
+    _ray,
+    _request,
+    _scale,
+    _serve,
+    _soak,
+    _sync_modes,
+)
 from ._common import BenchConfig, Progress, Skip
 from ._plot import plot
 from ._report import describe_machine, write_json
@@ -37,6 +48,9 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark("overhead", "idle-stream sync round trip vs raw and to_thread", _overhead.run),
         Benchmark("launch", "queued launch rate vs raw and one to_thread per launch", _launch.run),
         Benchmark("sync-modes", "default vs FAST_SYNC: wake-up latency and CPU", _sync_modes.run),
+        Benchmark(
+            "request", "launch then await, back to back, vs a dedicated thread", _request.run
+        ),
         Benchmark("scale", "thousands of waiters over 8 devices: threads, memory", _scale.run),
         Benchmark("pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run),
         Benchmark("model", "Model.run requests vs blocking execute in to_thread", _model.run),

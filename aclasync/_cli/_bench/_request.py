@@ -1,0 +1,468 @@
+"""``request``: the service pattern, a launch then its sync, back to back (issue 26).
+
+What an asyncio service does per request: queue the work on a stream, then await it.
+Four variants take turns sample by sample, in one run, per loop, stream mode and
+kernel length:
+
+- ``raw``: ``launch_kernel`` + ``synchronize_stream`` on the event loop's own thread
+  (it blocks the loop: the device's and the runtime's own cost, no thread hop);
+- ``thread``: a dedicated thread per program that does both and posts the result to the
+  loop (two thread wake-ups: the floor of any design that keeps the loop free);
+- ``thread'``: a second, identical dedicated thread, the A/A control: ``thread'`` minus
+  ``thread`` is the noise each cell is judged within;
+- ``aclasync``: ``stream.launch(...)`` then ``await stream.synchronize()``.
+
+Each sample's wall time runs from the request's start to the coroutine running again;
+its CPU is ``time.process_time()`` around it (the whole process, every thread). The
+target: aclasync within max(20 us, the A/A difference) of the dedicated thread, p50
+wall and p50 CPU, in every cell.
+
+The concurrent form: 16 and 64 requests in flight over four streams, aclasync with
+``dev.stream_pool(4)`` against four dedicated threads, one per stream, taking requests
+from one queue; requests/s and CPU per request, both over the whole run.
+
+Last, the bound a worker's own wait keeps: while it waits for a lone FAST_SYNC
+stream's sync itself, a launch on another stream reaches the runtime within one
+``wait_slice_ms`` slice (p99 of the delay from ``launch()`` to the call running).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import outcome
+
+import aclasync
+from aclasync import StreamFlag, sim
+from aclasync._loop import Waiter, current_delivery
+from aclasync.sim import Kernel
+
+from ._common import BenchConfig, check, column, expect, run_on_loop
+from ._stats import percentile
+
+__all__ = ["CHARTS", "run"]
+
+TITLE = "Requests: a launch then its sync, against a dedicated thread"
+MODES: dict[str, int] = {"default": 0, "FAST_SYNC": int(StreamFlag.FAST_SYNC)}
+LENGTHS_US = (0, 200, 1_000, 10_000)
+VARIANTS = ("raw", "thread", "thread'", "aclasync")
+_FULL = {0: 300, 200: 300, 1_000: 200, 10_000: 60}
+_QUICK = {0: 40, 200: 40, 1_000: 30, 10_000: 8}
+CONCURRENCY = (16, 64)
+POOL = 4
+CONCURRENT_US = 200
+#: aclasync - dedicated thread, p50 wall and CPU per request, or the A/A spread if larger.
+TARGET_US = 20.0
+#: A launch held up by the worker's own wait: one slice (1 ms), plus a thread wake-up.
+SLICE_TARGET_MS = 1.25
+
+#: The charts ``aclasync bench --plot`` draws (see ``_plot``).
+CHARTS: list[dict[str, Any]] = [
+    {
+        "title": "what a request costs through aclasync beyond a dedicated thread",
+        "group": ["loop", "mode"],
+        "group_format": "{loop}, {mode}",
+        "series": "kernel_us",
+        "series_format": "{:,} µs kernel",
+        "value": "over_wall_us",
+        "value_format": "{:+.0f} µs",
+        "annotate": "aa_wall_us",
+        "annotate_format": "A/A {:+.0f} µs",
+        "axis": "p50 wall time per request, aclasync minus the dedicated thread",
+        "unit": "µs; lower is better",
+        "target": TARGET_US,
+        "target_label": f"target: ≤ max({TARGET_US:g} µs, the A/A difference)",
+    },
+    {
+        "title": "CPU a request costs through aclasync beyond a dedicated thread",
+        "group": ["loop", "mode"],
+        "group_format": "{loop}, {mode}",
+        "series": "kernel_us",
+        "series_format": "{:,} µs kernel",
+        "value": "over_cpu_us",
+        "value_format": "{:+.0f} µs",
+        "annotate": "aa_cpu_us",
+        "annotate_format": "A/A {:+.0f} µs",
+        "axis": "p50 CPU time per request (whole process), aclasync minus the thread",
+        "unit": "µs; lower is better",
+        "target": TARGET_US,
+        "target_label": f"target: ≤ max({TARGET_US:g} µs, the A/A difference)",
+    },
+]
+
+
+def run(cfg: BenchConfig) -> dict[str, Any]:
+    """Measure every variant on every loop of *cfg*; return the result."""
+    counts = {n: cfg.size(_FULL[n], _QUICK[n], minimum=2) for n in LENGTHS_US}
+    requests = cfg.size(2000, 300, minimum=POOL)
+    rows: list[dict[str, Any]] = []
+    busy: list[dict[str, Any]] = []
+    delays: list[dict[str, Any]] = []
+    for loop in cfg.loops:
+        cfg.progress(
+            f"request [{loop}]: {sum(counts.values())} requests per variant and mode, "
+            f"then {requests} at concurrency {CONCURRENCY}"
+        )
+        cells, concurrent, delay = run_on_loop(loop, _measure, counts, requests)
+        rows += _rows(loop, cells)
+        busy += [{"loop": loop, **row} for row in concurrent]
+        delays.append({"loop": loop, **delay})
+    return {
+        "title": TITLE,
+        "columns": [
+            column("loop", "loop"),
+            column("mode", "mode"),
+            column("kernel_us", "kernel us", "d"),
+            column("n", "n", "d"),
+            *(column(f"{v}_us", f"{v} p50 us", ".0f") for v in VARIANTS),
+            column("aclasync_p99_us", "aclasync p99 us", ".0f"),
+            column("thread_p99_us", "thread p99 us", ".0f"),
+            column("over_wall_us", "over wall us", "+.0f"),
+            column("aa_wall_us", "A/A wall us", "+.0f"),
+            column("thread_cpu_us", "thread cpu us", ".0f"),
+            column("aclasync_cpu_us", "aclasync cpu us", ".0f"),
+            column("over_cpu_us", "over cpu us", "+.0f"),
+            column("aa_cpu_us", "A/A cpu us", "+.0f"),
+        ],
+        "rows": rows,
+        "tables": [_concurrent_table(busy), _delay_table(delays)],
+        "checks": _checks(rows, busy, delays),
+        "charts": CHARTS,
+        "notes": [
+            "wall: request start to the coroutine running again; cpu: process_time around "
+            "the request, every thread of the process (the simulator's included).",
+            "over = p50(aclasync) - p50(thread); A/A = p50(thread') - p50(thread), two "
+            "identical dedicated threads: the noise a cell is judged within.",
+            "raw blocks the event loop in synchronize_stream: what the device and the "
+            "runtime cost with no thread between them.",
+            f"concurrent: {POOL} streams, {CONCURRENT_US} us kernels; aclasync borrows from "
+            f"dev.stream_pool({POOL}), the thread design has one thread per stream taking "
+            "requests from one queue.",
+        ],
+        "params": {"counts": {str(k): v for k, v in counts.items()}, "requests": requests},
+    }
+
+
+# -- the variants ----------------------------------------------------------------------
+
+
+class DedicatedThreads:
+    """Threads that each own a simulated stream per mode and serve requests from one
+    queue: launch, ``synchronize_stream``, post the waiter to its loop. Use as a context
+    manager (entry starts them, exit stops them and releases the runtime)."""
+
+    def __init__(self, modes: dict[str, int], count: int = 1) -> None:
+        self._acl: Any = sim.create(device_count=1)
+        self._modes = modes
+        self._jobs: queue.SimpleQueue[tuple[Waiter, str, float] | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"aclasync-bench-thread{i}", daemon=True)
+            for i in range(count)
+        ]
+        self._started = threading.Barrier(count + 1)
+
+    def __enter__(self) -> DedicatedThreads:
+        for thread in self._threads:
+            thread.start()
+        self._started.wait()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._acl.sim.close()
+
+    async def request(self, mode: str, length_us: float) -> None:
+        """One request: the thread launches and syncs; cancellation abandons the wait."""
+        waiter = current_delivery().new_waiter()
+        self._jobs.put((waiter, mode, length_us))
+        await waiter.wait()
+
+    def _serve(self) -> None:
+        rt, launch = self._acl.rt, self._acl.sim.launch_kernel
+        expect(rt.set_device(0), "acl.rt.set_device")
+        streams = {}
+        for mode, flags in self._modes.items():
+            stream, ret = rt.create_stream_with_config(0, flags)
+            expect(ret, "acl.rt.create_stream_with_config")
+            streams[mode] = stream
+        self._started.wait()
+        while (job := self._jobs.get()) is not None:
+            waiter, mode, length_us = job
+            stream = streams[mode]
+            ret = launch(Kernel(duration_us=length_us), stream) or rt.synchronize_stream(stream)
+            waiter.result = outcome.Value(None) if not ret else outcome.Error(RuntimeError(ret))
+            waiter.delivery.post((waiter,))
+        for stream in streams.values():
+            rt.destroy_stream(stream)
+        rt.reset_device(0)
+
+
+class OnTheLoop:
+    """The ``raw`` variant: a simulated device set on the loop's own thread (blocks it)."""
+
+    def __init__(self, modes: dict[str, int]) -> None:
+        self._acl: Any = sim.create(device_count=1)
+        rt = self._acl.rt
+        expect(rt.set_device(0), "acl.rt.set_device")
+        self.streams = {}
+        for mode, flags in modes.items():
+            stream, ret = rt.create_stream_with_config(0, flags)
+            expect(ret, "acl.rt.create_stream_with_config")
+            self.streams[mode] = stream
+
+    async def request(self, mode: str, length_us: float) -> None:
+        stream = self.streams[mode]
+        expect(self._acl.sim.launch_kernel(Kernel(duration_us=length_us), stream), "launch")
+        expect(self._acl.rt.synchronize_stream(stream), "acl.rt.synchronize_stream")
+        await anyio.lowlevel.checkpoint()
+
+    def close(self) -> None:
+        for stream in self.streams.values():
+            self._acl.rt.destroy_stream(stream)
+        self._acl.rt.reset_device(0)
+        self._acl.sim.close()
+
+
+# -- measuring -------------------------------------------------------------------------
+
+#: Per (mode, length, variant): the wall and CPU seconds of each request.
+_Cells = dict[tuple[str, int, str], tuple[list[float], list[float]]]
+
+
+async def _measure(
+    counts: dict[int, int], requests: int
+) -> tuple[_Cells, list[dict[str, Any]], dict[str, Any]]:
+    acl = sim.create(device_count=1)
+    cells: _Cells = {}
+    on_loop = OnTheLoop(MODES)
+    try:
+        with DedicatedThreads(MODES) as first, DedicatedThreads(MODES) as second:
+            async with aclasync.open_device(0, backend=acl) as dev:
+                streams = {m: await dev.create_stream(flags=f) for m, f in MODES.items()}
+                launch = acl.sim.launch_kernel
+
+                async def through_aclasync(mode: str, length_us: float) -> None:
+                    stream = streams[mode]
+                    stream.launch(launch, Kernel(duration_us=length_us))
+                    await stream.synchronize()
+
+                variants: dict[str, Callable[[str, float], Awaitable[None]]] = {
+                    "raw": on_loop.request,
+                    "thread": first.request,
+                    "thread'": second.request,
+                    "aclasync": through_aclasync,
+                }
+                for length in LENGTHS_US:
+                    for mode in MODES:
+                        for variant in variants.values():  # one warm-up each
+                            await variant(mode, length)
+                        for i in range(counts[length]):
+                            names = VARIANTS[i % 4 :] + VARIANTS[: i % 4]  # rotate the order
+                            for name in names:
+                                wall, cpu = await _timed(variants[name], mode, length)
+                                walls, cpus = cells.setdefault((mode, length, name), ([], []))
+                                walls.append(wall)
+                                cpus.append(cpu)
+                delay = await _slice_delay(dev, launch)
+                for stream in streams.values():
+                    await stream.aclose()
+        concurrent = [await _concurrent(acl, c, requests) for c in CONCURRENCY]
+    finally:
+        on_loop.close()
+        acl.sim.close()
+    return cells, concurrent, delay
+
+
+async def _timed(
+    request: Callable[[str, float], Awaitable[None]], mode: str, length_us: float
+) -> tuple[float, float]:
+    cpu, start = time.process_time(), time.perf_counter()
+    await request(mode, length_us)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+async def _concurrent(acl: Any, concurrency: int, n: int) -> dict[str, Any]:
+    """*n* requests at *concurrency* over POOL streams: aclasync, then the threads."""
+    result: dict[str, Any] = {"concurrency": concurrency, "requests": n}
+    async with aclasync.open_device(0, backend=acl) as dev, dev.stream_pool(POOL) as pool:
+        launch = acl.sim.launch_kernel
+
+        async def through_pool(mode: str, length_us: float) -> None:
+            async with pool.stream() as s:
+                s.launch(launch, Kernel(duration_us=length_us))
+                await s.synchronize()
+
+        result["aclasync"] = await _flood(through_pool, concurrency, n)
+    with DedicatedThreads({"default": 0}, count=POOL) as threads:
+        result["threads"] = await _flood(threads.request, concurrency, n)
+    return result
+
+
+async def _flood(
+    request: Callable[[str, float], Awaitable[None]], concurrency: int, n: int
+) -> tuple[float, float]:
+    """Requests/s and CPU us per request with *concurrency* of them in flight."""
+    left = n
+
+    async def client() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await request("default", CONCURRENT_US)
+
+    cpu, start = time.process_time(), time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(client)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return n / wall, cpu / n * 1e6
+
+
+async def _slice_delay(dev: aclasync.Device[Any], launch: Callable[..., int]) -> dict[str, Any]:
+    """How late a launch on one stream runs while the worker waits for another's sync."""
+    delays: list[float] = []
+    async with (
+        dev.create_stream(flags=StreamFlag.FAST_SYNC) as waited,
+        dev.create_stream() as other,
+    ):
+        ran: list[float] = []
+
+        def stamp(stream: int) -> int:
+            ran.append(time.perf_counter())
+            return 0
+
+        for _ in range(30):
+            waited.launch(launch, Kernel(duration_us=5_000))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waited.synchronize)
+                await anyio.sleep(0.001)  # the worker takes the sync and waits for it
+                sent = time.perf_counter()
+                other.launch(stamp)
+                await other.synchronize()
+            delays.append(ran.pop() - sent)
+    return {
+        "n": len(delays),
+        "p50_ms": percentile(delays, 50) * 1e3,
+        "p99_ms": percentile(delays, 99) * 1e3,
+    }
+
+
+# -- reporting ---------------------------------------------------------------------------
+
+
+def _rows(loop: str, cells: _Cells) -> list[dict[str, Any]]:
+    rows = []
+    for mode in MODES:
+        for length in LENGTHS_US:
+            wall = {v: percentile(cells[(mode, length, v)][0], 50) * 1e6 for v in VARIANTS}
+            cpu = {v: percentile(cells[(mode, length, v)][1], 50) * 1e6 for v in VARIANTS}
+            rows.append(
+                {
+                    "loop": loop,
+                    "mode": mode,
+                    "kernel_us": length,
+                    "n": len(cells[(mode, length, "aclasync")][0]),
+                    **{f"{v}_us": wall[v] for v in VARIANTS},
+                    "aclasync_p99_us": percentile(cells[(mode, length, "aclasync")][0], 99) * 1e6,
+                    "thread_p99_us": percentile(cells[(mode, length, "thread")][0], 99) * 1e6,
+                    "over_wall_us": wall["aclasync"] - wall["thread"],
+                    "aa_wall_us": wall["thread'"] - wall["thread"],
+                    "thread_cpu_us": cpu["thread"],
+                    "aclasync_cpu_us": cpu["aclasync"],
+                    "over_cpu_us": cpu["aclasync"] - cpu["thread"],
+                    "aa_cpu_us": cpu["thread'"] - cpu["thread"],
+                }
+            )
+    return rows
+
+
+def _concurrent_table(busy: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = [
+        {
+            "loop": row["loop"],
+            "concurrency": row["concurrency"],
+            "aclasync_rps": row["aclasync"][0],
+            "threads_rps": row["threads"][0],
+            "aclasync_cpu_us": row["aclasync"][1],
+            "threads_cpu_us": row["threads"][1],
+        }
+        for row in busy
+    ]
+    return {
+        "title": f"Concurrent requests over {POOL} streams ({CONCURRENT_US} us kernels)",
+        "columns": [
+            column("loop", "loop"),
+            column("concurrency", "in flight", "d"),
+            column("aclasync_rps", "aclasync req/s", ".0f"),
+            column("threads_rps", "threads req/s", ".0f"),
+            column("aclasync_cpu_us", "aclasync cpu us/req", ".0f"),
+            column("threads_cpu_us", "threads cpu us/req", ".0f"),
+        ],
+        "rows": rows,
+    }
+
+
+def _delay_table(delays: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "title": "A launch on one stream while the worker waits for another's FAST_SYNC sync",
+        "columns": [
+            column("loop", "loop"),
+            column("n", "n", "d"),
+            column("p50_ms", "launch delay p50 ms", ".3f"),
+            column("p99_ms", "p99 ms", ".3f"),
+        ],
+        "rows": delays,
+    }
+
+
+def _checks(
+    rows: list[dict[str, Any]], busy: list[dict[str, Any]], delays: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    checks = []
+    for row in rows:
+        where = f"{row['mode']}, {row['kernel_us']} us [{row['loop']}]"
+        for kind in ("wall", "cpu"):
+            over, spread = row[f"over_{kind}_us"], abs(row[f"aa_{kind}_us"])
+            bound = max(TARGET_US, spread)
+            checks.append(
+                check(
+                    f"aclasync - thread, p50 {kind} per request, {where}",
+                    over,
+                    f"<= {bound:.0f} (max of {TARGET_US:g} and the A/A spread)",
+                    over <= bound,
+                )
+            )
+    for row in busy:
+        where = f"{row['concurrency']} in flight [{row['loop']}]"
+        (rps, cpu), (thread_rps, thread_cpu) = row["aclasync"], row["threads"]
+        checks.append(
+            check(f"aclasync / threads req/s, {where}", rps / thread_rps, ">= 1", rps >= thread_rps)
+        )
+        checks.append(
+            check(
+                f"aclasync / threads CPU per request, {where}",
+                cpu / thread_cpu,
+                "< 1",
+                cpu < thread_cpu,
+            )
+        )
+    for row in delays:
+        p99 = row["p99_ms"]
+        checks.append(
+            check(
+                f"launch delay behind the worker's own wait, p99 ms [{row['loop']}]",
+                p99,
+                f"<= {SLICE_TARGET_MS:g}",
+                p99 <= SLICE_TARGET_MS,
+            )
+        )
+    return checks
