@@ -52,7 +52,11 @@ class DeviceCalls(CallGroup):
             device.refcount = 0 if force else device.refcount - 1
             if device.refcount:
                 return RC.OK
-        self._release_device(device)
+            held = bool(device.contexts)
+        if held:  # explicit contexts hold the device: only the default context goes
+            self._release_default_context(device)
+        else:
+            self._release_device(device)
         return RC.OK
 
     @parsed("acl.rt.get_device", "")
@@ -139,8 +143,9 @@ class DeviceCalls(CallGroup):
         if device is None:
             return 0, RC.INVALID_DEVICEID
         with core.lock:
-            default = device.activate()
-            core.objects[default.handle] = default
+            if not device.active:  # the first context also makes the default one
+                default = device.activate()
+                core.objects[default.handle] = default
             if device.streams_used >= device.profile.stream_limit:
                 return 0, RC.RESOURCE_ALLOC_FAIL
             ctx = Context(core.new_handle(), device, is_default=False)

@@ -178,7 +178,7 @@ class DeviceInfoCalls(CallGroup):
         device, ret = self._device_or_code(device_id)
         if device is None:
             return 0, 0, ret
-        return int(device.active), 0, RC.OK
+        return int(device.default_context is not None), 0, RC.OK
 
     @parsed("acl.rt.device_get_bare_tgid", "")
     def device_get_bare_tgid(self) -> tuple[int, int]:
