@@ -17,6 +17,7 @@ from ._profiles import SocProfile as SocProfile
 from ._runtime import DEFAULT_DEVICE_COUNT as DEFAULT_DEVICE_COUNT
 from ._runtime import SimAcl as SimAcl
 from ._runtime import create as create
+from ._unmodelled import UnmodelledWarning as UnmodelledWarning
 
 __all__ = [
     "DEFAULT_DEVICE_COUNT",
@@ -24,6 +25,7 @@ __all__ = [
     "Kernel",
     "SimAcl",
     "SocProfile",
+    "UnmodelledWarning",
     "acl",
     "acl_module_path",
     "create",

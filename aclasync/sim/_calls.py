@@ -81,6 +81,24 @@ class CallGroup:
             latency_s=profile.notify_latency_us / 1e6,
         )
 
+    def _release_default_context(self, device: SimDevice) -> None:
+        """Wait for the default context's work, then destroy it, its streams and events."""
+        core = self._core
+        while True:
+            with core.lock:
+                ctx = device.default_context
+                if ctx is None:
+                    return
+                tails = [
+                    s.tail for s in ctx.all_streams() if s.tail is not None and not s.tail.done
+                ]
+                if not tails:
+                    for stream in ctx.all_streams():
+                        core.reports.forget_stream_locked(stream)
+                    device.release_default_locked(core.objects)
+                    return
+            wait_for_tasks(core, tails, None)
+
     def _release_device(self, device: SimDevice) -> None:
         """Wait for all of *device*'s work, destroy its resources and stop its engine."""
         core = self._core

@@ -58,6 +58,8 @@ class Core:
         self.pending_infos: list[int] = []
         self.objects: dict[int, object] = {}
         self.init_count = 0
+        #: The unmodelled calls this runtime has warned about (``UnmodelledWarning``).
+        self.unmodelled_warned: set[str] = set()
         self.host = HostMemory()
         self.reports = ReportHub(self.lock)
         #: ``(device, peer)`` pairs for which ``device_enable_peer_access`` was called.

@@ -53,11 +53,18 @@ class SimDevice:
 
     @property
     def active(self) -> bool:
-        return self.default_context is not None
+        """Whether the device is running: set, or holding explicit contexts."""
+        return self.engine is not None
 
     def activate(self) -> Context:
-        """Create the default context, default and internal streams; start the engine."""
-        if self.default_context is None:
+        """Start the device if needed and return its default context (made if missing).
+
+        Starting creates the default context, its default stream and the internal sync
+        stream and starts the engine. On a running device whose default context was
+        released (``reset_device`` while explicit contexts hold the device) a new
+        default context is made.
+        """
+        if self.engine is None:
             self.streams_used = self.profile.reserved_streams
             self.events_used = 0
             self.res_limits = [self.profile.cube_cores, self.profile.vector_cores]
@@ -68,12 +75,33 @@ class SimDevice:
             self.engine.observer = self.observer
             self.engine.start()
             self._cores.acquire_locked()
+        elif self.default_context is None:
+            self.default_context = Context(self._new_handle(), self, is_default=True)
+            self.streams_used += 1  # its default stream
         return self.default_context
 
+    def release_default_locked(self, objects: dict[int, object]) -> None:
+        """Destroy the default context, its streams and events; the device keeps running.
+
+        What ``reset_device`` does when explicit contexts still hold the device. The
+        caller has waited for the context's work.
+        """
+        ctx = self.default_context
+        if ctx is None:
+            return
+        for stream in list(ctx.streams.values()):
+            self.drop_stream_locked(stream, objects)
+        for event in list(ctx.events.values()):
+            self.drop_event_locked(event, objects)
+        self.streams_used -= 1  # its default stream
+        objects.pop(ctx.handle, None)
+        objects.pop(ctx.default_alias, None)
+        forget_context(ctx)
+        self.default_context = None
+
     def all_contexts(self) -> list[Context]:
-        if self.default_context is None:
-            return []
-        return [self.default_context, *self.contexts.values()]
+        default = [] if self.default_context is None else [self.default_context]
+        return [*default, *self.contexts.values()]
 
     def all_streams(self) -> list[SimStream]:
         return [s for ctx in self.all_contexts() for s in ctx.all_streams()]

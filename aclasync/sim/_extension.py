@@ -98,8 +98,10 @@ class SimExtension(ModelExtension, CallGroup):
         schedulers and kernel-body cores), ``notifies``, ``host_registrations``
         (``host_register`` ranges) and ``util_threads`` (``util.start_thread`` threads not
         yet joined by ``stop_thread``), and those of ``acl.mdl``: ``models``, ``model_descs``,
-        ``datasets``, ``data_buffers``. All are 0 for a fresh runtime and again after every
-        device is released, every host block freed and every model object destroyed.
+        ``datasets``, ``data_buffers``, and ``tensor_descs`` (``acl.create_tensor_desc``
+        descriptions and the copies datasets own). All are 0 for a fresh runtime and
+        again after every device is released, every host block freed and every model
+        object destroyed.
         """
         core = self._core
         with core.lock:
@@ -118,6 +120,8 @@ class SimExtension(ModelExtension, CallGroup):
             }
         counts["util_threads"] = self._util.live_threads if self._util is not None else 0
         counts.update(self.model_objects())
+        with self._models.lock:
+            counts["tensor_descs"] = len(self._models.tensor_descs)
         return counts
 
     def close(self) -> None:
@@ -136,12 +140,12 @@ class Media(CallGroup):
     The image and video processing calls (JPEG, VPC, video codecs) are not simulated.
     """
 
-    @parsed("acl.media.dvpp_malloc", "k")
+    @parsed("acl.media.dvpp_malloc", "k", records=True)
     def dvpp_malloc(self, size: int, /) -> tuple[int, int]:
         """Allocate device memory for DVPP: ``(dev_ptr, ret)``, as ``acl.rt.malloc``."""
         return allocate_device_memory(self._core, size)
 
-    @parsed("acl.media.dvpp_free", "k")
+    @parsed("acl.media.dvpp_free", "k", records=True)
     def dvpp_free(self, dev_ptr: int, /) -> int:
         """Free ``dvpp_malloc`` memory; the codes of ``acl.rt.free``."""
         return free_device_memory(self._core, dev_ptr)

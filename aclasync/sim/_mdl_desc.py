@@ -1,10 +1,11 @@
 """``acl.mdl`` model descriptions: ``create_desc``, ``get_desc`` and the getters.
 
 A description is a copy: it answers after the model is unloaded, as in the C code
-(``hicann/ge`` ``model_om2.cpp``), whose conventions these follow: getters returning a
-count or size give 0 for a bad description or index, name getters give ``""``, data
-type getters give -1 (ACL_DT_UNDEFINED), and status-returning getters give 100000
-(ACL_ERROR_INVALID_PARAM).
+(``hicann/ge`` ``model_om2.cpp``, ``model_common.cpp``), whose conventions these follow:
+getters returning a count or size give 0 for a bad description or index, name getters
+give ``""``, data type and format getters give -1 (ACL_DT_UNDEFINED /
+ACL_FORMAT_UNDEFINED), and status-returning getters give 100000 (ACL_ERROR_INVALID_PARAM)
+with an empty dict where pyACL builds one (its wrapper fills the dict only on success).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._pyacl.codes import ErrorCode
-from ._core import check_ints
-from ._mdl_spec import TensorSpec
+from ._args import parsed
+from ._mdl_spec import ModelSpec, TensorSpec
 from ._mdl_state import ModelDesc, ModelRegistry
 
 __all__ = ["DescCalls"]
@@ -21,16 +22,16 @@ __all__ = ["DescCalls"]
 _OK = 0
 _INVALID_PARAM = int(ErrorCode.ACL_ERROR_INVALID_PARAM)
 _MODEL_ID_INVALID = int(ErrorCode.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID)
+_API_NOT_SUPPORT = int(ErrorCode.ACL_ERROR_API_NOT_SUPPORT)
 _FORMAT_ND = 2  # ACL_FORMAT_ND: simulated tensors have no layout
 _FORMAT_UNDEFINED = -1
 _DT_UNDEFINED = -1
+_ALL = (1 << 64) - 1  # the index -1, as the wrapper's "k" hands it to C
+_GEAR_LIMIT = 4096  # the wrapper refuses larger gear_count
 
 
-def _dims(tensor: TensorSpec | None, shape: tuple[int, ...] | None = None) -> dict[str, Any]:
-    if tensor is None:
-        return {"name": "", "dimCount": 0, "dims": []}
-    dims = list(tensor.shape if shape is None else shape)
-    return {"name": tensor.name, "dimCount": len(dims), "dims": dims}
+def _dims(name: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    return {"name": name, "dimCount": len(shape), "dims": list(shape)}
 
 
 class DescCalls:
@@ -38,18 +39,19 @@ class DescCalls:
 
     _models: ModelRegistry
 
+    @parsed("acl.mdl.create_desc")
     def create_desc(self) -> int:
         return self._models.add(self._models.descs, ModelDesc())
 
+    @parsed("acl.mdl.destroy_desc")
     def destroy_desc(self, model_desc: int, /) -> int:
-        check_ints("destroy_desc", model_desc)
         with self._models.lock:
             found = self._models.descs.pop(model_desc, None)
         return _INVALID_PARAM if found is None else _OK
 
+    @parsed("acl.mdl.get_desc")
     def get_desc(self, model_desc: int, model_id: int, /) -> int:
         """Fill *model_desc* from a loaded model: 145003 if *model_id* is not loaded."""
-        check_ints("get_desc", model_desc, model_id)
         models = self._models
         desc = models.descs.get(model_desc)
         if desc is None:
@@ -60,116 +62,189 @@ class DescCalls:
         desc.model_id, desc.spec = model_id, model.spec
         return _OK
 
+    @parsed("acl.mdl.get_num_inputs")
     def get_num_inputs(self, model_desc: int, /) -> int:
-        check_ints("get_num_inputs", model_desc)
         return len(self._tensors(model_desc, True))
 
+    @parsed("acl.mdl.get_num_outputs")
     def get_num_outputs(self, model_desc: int, /) -> int:
-        check_ints("get_num_outputs", model_desc)
         return len(self._tensors(model_desc, False))
 
+    @parsed("acl.mdl.get_input_size_by_index")
     def get_input_size_by_index(self, model_desc: int, index: int, /) -> int:
-        """Bytes of input *index* (at the largest batch of a dynamic-batch model)."""
-        check_ints("get_input_size_by_index", model_desc, index)
-        return self._size(model_desc, index, True)
+        """Bytes of input *index*: at the largest gear, or the largest shape (0: unbounded)."""
+        spec = self._spec(model_desc)
+        if spec is None or self._tensor(model_desc, index, True) is None:
+            return 0
+        return spec.input_nbytes(index)
 
+    @parsed("acl.mdl.get_output_size_by_index")
     def get_output_size_by_index(self, model_desc: int, index: int, /) -> int:
-        check_ints("get_output_size_by_index", model_desc, index)
-        return self._size(model_desc, index, False)
+        spec = self._spec(model_desc)
+        if spec is None or self._tensor(model_desc, index, False) is None:
+            return 0
+        return spec.output_nbytes(index)
 
+    @parsed("acl.mdl.get_input_dims")
     def get_input_dims(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
-        """``({"name", "dimCount", "dims"}, ret)``; -1 marks the dynamic batch dimension."""
-        check_ints("get_input_dims", model_desc, index)
+        """``({"name", "dimCount", "dims"}, ret)``; -1 marks a dynamic dimension."""
         tensor = self._tensor(model_desc, index, True)
-        return _dims(tensor), _OK if tensor is not None else _INVALID_PARAM
+        return ({}, _INVALID_PARAM) if tensor is None else (_dims(tensor.name, tensor.shape), _OK)
 
+    @parsed("acl.mdl.get_input_dims_v2")
+    def get_input_dims_v2(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
+        """The same as ``get_input_dims``: simulated models have no AIPP to change them."""
+        tensor = self._tensor(model_desc, index, True)
+        return ({}, _INVALID_PARAM) if tensor is None else (_dims(tensor.name, tensor.shape), _OK)
+
+    @parsed("acl.mdl.get_output_dims")
     def get_output_dims(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
-        check_ints("get_output_dims", model_desc, index)
         tensor = self._tensor(model_desc, index, False)
-        return _dims(tensor), _OK if tensor is not None else _INVALID_PARAM
+        return ({}, _INVALID_PARAM) if tensor is None else (_dims(tensor.name, tensor.shape), _OK)
 
+    @parsed("acl.mdl.get_cur_output_dims")
     def get_cur_output_dims(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
-        """Output dims at the batch size last set on the model (static dims if none)."""
-        check_ints("get_cur_output_dims", model_desc, index)
+        """Output dims at the gear last chosen for the model (declared dims if none).
+
+        A dynamic-shape model answers 200001 (ACL_ERROR_API_NOT_SUPPORT), as ACL does:
+        its output shapes are in the output dataset's tensor descriptions.
+        """
         desc = self._models.descs.get(model_desc)
         tensor = self._tensor(model_desc, index, False)
-        if desc is None or tensor is None:
-            return _dims(None), _INVALID_PARAM
+        if desc is None or desc.spec is None or tensor is None:
+            return {}, _INVALID_PARAM
         model = self._models.models.get(desc.model_id)
         if model is None:
-            return _dims(None), _MODEL_ID_INVALID
-        if not model.cur_batch:
-            return _dims(tensor), _OK
-        return _dims(tensor, tensor.concrete(model.cur_batch)), _OK
+            return {}, _MODEL_ID_INVALID
+        if desc.spec.mode == "shape":
+            return {}, _API_NOT_SUPPORT
+        if model.cur_gear is None:
+            return _dims(tensor.name, tensor.shape), _OK
+        return _dims(tensor.name, desc.spec.output_shape(index, model.cur_gear)), _OK
 
+    @parsed("acl.mdl.get_input_data_type")
     def get_input_data_type(self, model_desc: int, index: int, /) -> int:
-        check_ints("get_input_data_type", model_desc, index)
         tensor = self._tensor(model_desc, index, True)
         return _DT_UNDEFINED if tensor is None else int(tensor.data_type)
 
+    @parsed("acl.mdl.get_output_data_type")
     def get_output_data_type(self, model_desc: int, index: int, /) -> int:
-        check_ints("get_output_data_type", model_desc, index)
         tensor = self._tensor(model_desc, index, False)
         return _DT_UNDEFINED if tensor is None else int(tensor.data_type)
 
+    @parsed("acl.mdl.get_input_format")
     def get_input_format(self, model_desc: int, index: int, /) -> int:
-        check_ints("get_input_format", model_desc, index)
         return _FORMAT_UNDEFINED if self._tensor(model_desc, index, True) is None else _FORMAT_ND
 
+    @parsed("acl.mdl.get_output_format")
     def get_output_format(self, model_desc: int, index: int, /) -> int:
-        check_ints("get_output_format", model_desc, index)
         return _FORMAT_UNDEFINED if self._tensor(model_desc, index, False) is None else _FORMAT_ND
 
+    @parsed("acl.mdl.get_input_name_by_index")
     def get_input_name_by_index(self, model_desc: int, index: int, /) -> str:
-        check_ints("get_input_name_by_index", model_desc, index)
         tensor = self._tensor(model_desc, index, True)
         return "" if tensor is None else tensor.name
 
+    @parsed("acl.mdl.get_output_name_by_index")
     def get_output_name_by_index(self, model_desc: int, index: int, /) -> str:
-        check_ints("get_output_name_by_index", model_desc, index)
         tensor = self._tensor(model_desc, index, False)
         return "" if tensor is None else tensor.name
 
+    @parsed("acl.mdl.get_input_index_by_name")
     def get_input_index_by_name(self, model_desc: int, name: str, /) -> tuple[int, int]:
         """``(index, ret)``; 100000 when no input has that name."""
-        return self._index("get_input_index_by_name", model_desc, name, True)
+        return self._index(model_desc, name, True)
 
+    @parsed("acl.mdl.get_output_index_by_name")
     def get_output_index_by_name(self, model_desc: int, name: str, /) -> tuple[int, int]:
-        return self._index("get_output_index_by_name", model_desc, name, False)
+        return self._index(model_desc, name, False)
 
+    @parsed("acl.mdl.get_dynamic_batch")
     def get_dynamic_batch(self, model_desc: int, /) -> tuple[dict[str, Any], int]:
-        """``({"batchCount": n, "batch": [...]}, ret)``; a static model has none."""
-        check_ints("get_dynamic_batch", model_desc)
+        """``({"batchCount": n, "batch": [...]}, ret)``; a model without batch gears has none."""
         desc = self._models.descs.get(model_desc)
         if desc is None:
-            return {"batchCount": 0, "batch": []}, _INVALID_PARAM
+            return {}, _INVALID_PARAM
         batches = [] if desc.spec is None else list(desc.spec.batch_sizes)
         return {"batchCount": len(batches), "batch": batches}, _OK
 
+    @parsed("acl.mdl.get_dynamic_hw")
+    def get_dynamic_hw(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
+        """``({"hwCount": n, "hw": [[h, w], ...]}, ret)``; *index* is not used (pass -1)."""
+        desc = self._models.descs.get(model_desc)
+        if desc is None:
+            return {}, _INVALID_PARAM
+        gears = [] if desc.spec is None else [list(g) for g in desc.spec.hw]
+        return {"hwCount": len(gears), "hw": gears}, _OK
+
+    @parsed("acl.mdl.get_input_dynamic_gear_count")
+    def get_input_dynamic_gear_count(self, model_desc: int, index: int, /) -> tuple[int, int]:
+        """``(gears, ret)`` of a dynamic-dims model (0 for others); *index* must be -1."""
+        desc = self._models.descs.get(model_desc)
+        if desc is None or index != _ALL:
+            return 0, _INVALID_PARAM
+        return (0 if desc.spec is None else len(desc.spec.dims)), _OK
+
+    @parsed("acl.mdl.get_input_dynamic_dims")
+    def get_input_dynamic_dims(
+        self, model_desc: int, index: int, gear_count: int, /
+    ) -> tuple[list[dict[str, Any]] | None, int]:
+        """``([{"name", "dimCount", "dims"}, ...], ret)``: every input's dims, per gear.
+
+        Each entry lists the dims of all inputs in order with the gear's values in the
+        ``-1`` places, as ``set_input_dynamic_dims`` takes them; *index* must be -1 and
+        *gear_count* at least the model's; entries past the model's gears are empty.
+        """
+        if gear_count > _GEAR_LIMIT:
+            return None, _INVALID_PARAM
+        desc = self._models.descs.get(model_desc)
+        gears = () if desc is None or desc.spec is None else desc.spec.dims
+        if desc is None or index != _ALL or gear_count < len(gears):
+            return [], _INVALID_PARAM
+        spec = desc.spec
+        flat = [tuple(d for s in spec.input_shapes(g) for d in s) for g in gears] if spec else []
+        return [_dims("", flat[i] if i < len(flat) else ()) for i in range(gear_count)], _OK
+
+    @parsed("acl.mdl.get_input_dims_range")
+    def get_input_dims_range(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
+        """``({"rangeCount", "range": [[low, high], ...]}, ret)`` of a dynamic-shape input.
+
+        A fixed dimension is ``[d, d]``; gear models report no ranges, as ACL does.
+        """
+        spec = self._spec(model_desc)
+        tensor = self._tensor(model_desc, index, True)
+        if spec is None or tensor is None:
+            return {"rangeCount": 0, "range": []}, _INVALID_PARAM
+        if spec.dynamic:
+            return {"rangeCount": 0, "range": []}, _OK
+        ranges = tensor.ranges or tuple((d, d) for d in tensor.shape)
+        return {"rangeCount": len(ranges), "range": [list(r) for r in ranges]}, _OK
+
+    @parsed("acl.mdl.get_tensor_real_name")
+    def get_tensor_real_name(self, model_desc: int, name: str, /) -> str | None:
+        """*name* if an input or output of the model has it, else None (a NULL ``char *``)."""
+        for is_input in (True, False):
+            if any(t.name == name for t in self._tensors(model_desc, is_input)):
+                return name
+        return None
+
     # -- helpers ---------------------------------------------------------------------
 
-    def _tensors(self, model_desc: int, inputs: bool) -> tuple[TensorSpec, ...]:
+    def _spec(self, model_desc: int) -> ModelSpec | None:
         desc = self._models.descs.get(model_desc)
-        if desc is None or desc.spec is None:
+        return None if desc is None else desc.spec
+
+    def _tensors(self, model_desc: int, inputs: bool) -> tuple[TensorSpec, ...]:
+        spec = self._spec(model_desc)
+        if spec is None:
             return ()
-        return desc.spec.all_inputs() if inputs else desc.spec.outputs
+        return spec.all_inputs() if inputs else spec.outputs
 
     def _tensor(self, model_desc: int, index: int, inputs: bool) -> TensorSpec | None:
         tensors = self._tensors(model_desc, inputs)
-        return tensors[index] if 0 <= index < len(tensors) else None
+        return tensors[index] if index < len(tensors) else None
 
-    def _size(self, model_desc: int, index: int, inputs: bool) -> int:
-        tensor = self._tensor(model_desc, index, inputs)
-        if tensor is None:
-            return 0
-        desc = self._models.descs[model_desc]
-        assert desc.spec is not None
-        return tensor.nbytes(desc.spec.max_batch)
-
-    def _index(self, api: str, model_desc: int, name: str, inputs: bool) -> tuple[int, int]:
-        check_ints(api, model_desc)
-        if not isinstance(name, str):
-            raise TypeError(f"{api}: argument 2 must be str, not {type(name).__name__}")
+    def _index(self, model_desc: int, name: str, inputs: bool) -> tuple[int, int]:
         for index, tensor in enumerate(self._tensors(model_desc, inputs)):
             if tensor.name == name:
                 return index, _OK

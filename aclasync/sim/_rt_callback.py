@@ -18,7 +18,7 @@ __all__ = ["CallbackCalls"]
 class CallbackCalls(CallGroup):
     """Callbacks delivered to a subscribed thread by ``process_report``."""
 
-    @parsed("acl.rt.subscribe_report", "Kk")
+    @parsed("acl.rt.subscribe_report")
     def subscribe_report(self, thread_id: int, stream: int, /) -> int:
         check_ints("subscribe_report", thread_id, stream)
         _, found, ret = self._resolve_stream(stream)
@@ -27,7 +27,7 @@ class CallbackCalls(CallGroup):
         with self._core.lock:
             return self._core.reports.subscribe_locked(thread_id, found)
 
-    @parsed("acl.rt.unsubscribe_report", "Kk")
+    @parsed("acl.rt.unsubscribe_report")
     def unsubscribe_report(self, thread_id: int, stream: int, /) -> int:
         check_ints("unsubscribe_report", thread_id, stream)
         _, found, ret = self._resolve_stream(stream)
@@ -36,7 +36,7 @@ class CallbackCalls(CallGroup):
         with self._core.lock:
             return self._core.reports.unsubscribe_locked(thread_id, found)
 
-    @parsed("acl.rt.launch_callback", "OOik")
+    @parsed("acl.rt.launch_callback")
     def launch_callback(
         self, fn: Callable[[Any], Any], user_data: Any, block_type: int, stream: int, /
     ) -> int:
@@ -56,7 +56,7 @@ class CallbackCalls(CallGroup):
 
         return self._submit(found, Task(found, "callback", action=post, hold=bool(block_type)))
 
-    @parsed("acl.rt.process_report", "i")
+    @parsed("acl.rt.process_report")
     def process_report(self, timeout: int, /) -> int:
         check_ints("process_report", timeout)
         if timeout == 0 or timeout < -1:

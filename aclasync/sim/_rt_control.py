@@ -24,14 +24,14 @@ class ControlCalls(CallGroup):
 
     # -- last error -------------------------------------------------------------------
 
-    @parsed("acl.rt.peek_at_last_error", "i", records=False)
+    @parsed("acl.rt.peek_at_last_error", records=False)
     def peek_at_last_error(self, level: int, /) -> int:
         """Return the last non-zero ``ret`` of this thread's runtime calls (kept)."""
         if level != _THREAD_LEVEL:
             return RC.INVALID_PARAM
         return self._core.last_error(clear=False)
 
-    @parsed("acl.rt.get_last_error", "i", records=False)
+    @parsed("acl.rt.get_last_error", records=False)
     def get_last_error(self, level: int, /) -> int:
         """Return the last non-zero ``ret`` of this thread's runtime calls and clear it."""
         if level != _THREAD_LEVEL:
@@ -60,34 +60,34 @@ class ControlCalls(CallGroup):
     def _info(self, handle: int) -> ExceptionInfo | None:
         return self._core.exception_infos.get(handle)
 
-    @parsed("acl.rt.get_error_code_from_exception_info", "k", records=False)
+    @parsed("acl.rt.get_error_code_from_exception_info")
     def get_error_code_from_exception_info(self, info: int, /) -> int:
         found = self._info(info)
         return _INVALID_U32 if found is None else found.error
 
-    @parsed("acl.rt.get_task_id_from_exception_info", "k", records=False)
+    @parsed("acl.rt.get_task_id_from_exception_info")
     def get_task_id_from_exception_info(self, info: int, /) -> int:
         found = self._info(info)
         return _INVALID_U32 if found is None else found.task_id
 
-    @parsed("acl.rt.get_stream_id_from_exception_info", "k", records=False)
+    @parsed("acl.rt.get_stream_id_from_exception_info")
     def get_stream_id_from_exception_info(self, info: int, /) -> int:
         found = self._info(info)
         return _INVALID_U32 if found is None else found.stream_id
 
-    @parsed("acl.rt.get_thread_id_from_exception_info", "k", records=False)
+    @parsed("acl.rt.get_thread_id_from_exception_info")
     def get_thread_id_from_exception_info(self, info: int, /) -> int:
         found = self._info(info)
         return _INVALID_U32 if found is None else found.thread_id
 
-    @parsed("acl.rt.get_device_id_from_exception_info", "k", records=False)
+    @parsed("acl.rt.get_device_id_from_exception_info")
     def get_device_id_from_exception_info(self, info: int, /) -> int:
         found = self._info(info)
         return _INVALID_U32 if found is None else found.device_id
 
     # -- timeouts ---------------------------------------------------------------------
 
-    @parsed("acl.rt.set_op_wait_timeout", "I")
+    @parsed("acl.rt.set_op_wait_timeout")
     def set_op_wait_timeout(self, timeout: int, /) -> int:
         """Set the process's event-wait timeout in seconds (0: none). Recorded only."""
         if timeout < 0:
@@ -95,7 +95,7 @@ class ControlCalls(CallGroup):
         self._core.op_wait_timeout_s = timeout
         return RC.OK
 
-    @parsed("acl.rt.set_op_execute_time_out", "I")
+    @parsed("acl.rt.set_op_execute_time_out")
     def set_op_execute_time_out(self, timeout: int, /) -> int:
         """Set the longest a kernel may run, in seconds (0: no limit).
 
@@ -107,7 +107,7 @@ class ControlCalls(CallGroup):
         self._core.op_execute_timeout_us = timeout * 1_000_000
         return RC.OK
 
-    @parsed("acl.rt.set_op_execute_timeout_v2", "K")
+    @parsed("acl.rt.set_op_execute_timeout_v2")
     def set_op_execute_timeout_v2(self, timeout: int, /) -> tuple[int, int]:
         """Set the kernel time limit in microseconds; return ``(actual, ret)``.
 
@@ -121,19 +121,19 @@ class ControlCalls(CallGroup):
         self._core.op_execute_timeout_us = actual
         return actual, RC.OK
 
-    @parsed("acl.rt.get_op_timeout_interval", "")
+    @parsed("acl.rt.get_op_timeout_interval")
     def get_op_timeout_interval(self) -> tuple[int, int]:
         """Return ``(microseconds, ret)``: the granularity of the kernel time limit."""
         return OP_TIMEOUT_INTERVAL_US, RC.OK
 
-    @parsed("acl.rt.get_op_execute_timeout", "")
+    @parsed("acl.rt.get_op_execute_timeout")
     def get_op_execute_timeout(self) -> tuple[int, int]:
         """Return ``(milliseconds, ret)`` of the kernel time limit (0: none)."""
         return self._core.op_execute_timeout_us // 1000, RC.OK
 
     # -- system parameters ------------------------------------------------------------
 
-    @parsed("acl.rt.ctx_set_sys_param_opt", "il")
+    @parsed("acl.rt.ctx_set_sys_param_opt")
     def ctx_set_sys_param_opt(self, opt: int, value: int, /) -> int:
         """Set an ``aclSysParamOpt`` for the current context."""
         ctx = self._core.context
@@ -144,7 +144,7 @@ class ControlCalls(CallGroup):
         ctx.sys_params[opt] = value
         return RC.OK
 
-    @parsed("acl.rt.ctx_get_sys_param_opt", "i")
+    @parsed("acl.rt.ctx_get_sys_param_opt")
     def ctx_get_sys_param_opt(self, opt: int, /) -> tuple[int, int]:
         """Return ``(value, ret)``; 107021 if the option was never set in this context."""
         ctx = self._core.context
@@ -156,7 +156,7 @@ class ControlCalls(CallGroup):
             return 0, RC.SYSPARAMOPT_NOT_SET
         return ctx.sys_params[opt], RC.OK
 
-    @parsed("acl.rt.set_sys_param_opt", "il")
+    @parsed("acl.rt.set_sys_param_opt")
     def set_sys_param_opt(self, opt: int, value: int, /) -> int:
         """Set an ``aclSysParamOpt`` for the whole process."""
         if opt not in _SYS_PARAMS:
@@ -164,7 +164,7 @@ class ControlCalls(CallGroup):
         self._core.sys_params[opt] = value
         return RC.OK
 
-    @parsed("acl.rt.get_sys_param_opt", "i")
+    @parsed("acl.rt.get_sys_param_opt")
     def get_sys_param_opt(self, opt: int, /) -> tuple[int, int]:
         """Return ``(value, ret)``; 107021 if the option was never set."""
         if opt not in _SYS_PARAMS:
@@ -175,7 +175,7 @@ class ControlCalls(CallGroup):
 
     # -- the current context's default stream -----------------------------------------
 
-    @parsed("acl.rt.ctx_get_current_default_stream", "")
+    @parsed("acl.rt.ctx_get_current_default_stream")
     def ctx_get_current_default_stream(self) -> tuple[int, int]:
         """Return ``(stream, ret)``: a handle for the current context's default stream.
 

@@ -18,7 +18,7 @@ _MEM_ATTR_MAX = 17
 class DeviceCalls(CallGroup):
     """Devices, contexts, device-wide sync, saturation mode and memory info."""
 
-    @parsed("acl.rt.set_device", "i")
+    @parsed("acl.rt.set_device")
     def set_device(self, device_id: int, /) -> int:
         check_ints("set_device", device_id)
         core = self._core
@@ -32,11 +32,11 @@ class DeviceCalls(CallGroup):
         core.context = ctx
         return RC.OK
 
-    @parsed("acl.rt.reset_device", "i")
+    @parsed("acl.rt.reset_device")
     def reset_device(self, device_id: int, /) -> int:
         return self._reset(device_id, force=False)
 
-    @parsed("acl.rt.reset_device_force", "i")
+    @parsed("acl.rt.reset_device_force")
     def reset_device_force(self, device_id: int, /) -> int:
         return self._reset(device_id, force=True)
 
@@ -52,29 +52,33 @@ class DeviceCalls(CallGroup):
             device.refcount = 0 if force else device.refcount - 1
             if device.refcount:
                 return RC.OK
-        self._release_device(device)
+            held = bool(device.contexts)
+        if held:  # explicit contexts hold the device: only the default context goes
+            self._release_default_context(device)
+        else:
+            self._release_device(device)
         return RC.OK
 
-    @parsed("acl.rt.get_device", "")
+    @parsed("acl.rt.get_device")
     def get_device(self) -> tuple[int, int]:
         ctx = self._core.context
         if ctx is None:
             return 0, RC.CONTEXT_NULL
         return ctx.device.id, RC.OK
 
-    @parsed("acl.rt.get_device_count", "")
+    @parsed("acl.rt.get_device_count")
     def get_device_count(self) -> tuple[int, int]:
         return len(self._core.devices), RC.OK
 
-    @parsed("acl.rt.get_run_mode", "")
+    @parsed("acl.rt.get_run_mode")
     def get_run_mode(self) -> tuple[int, int]:
         return self._core.profile.run_mode, RC.OK
 
-    @parsed("acl.rt.synchronize_device", "")
+    @parsed("acl.rt.synchronize_device")
     def synchronize_device(self) -> int:
         return self._sync_device(-1)
 
-    @parsed("acl.rt.synchronize_device_with_timeout", "i")
+    @parsed("acl.rt.synchronize_device_with_timeout")
     def synchronize_device_with_timeout(self, timeout: int, /) -> int:
         check_ints("synchronize_device_with_timeout", timeout)
         if timeout < -1:
@@ -100,7 +104,7 @@ class DeviceCalls(CallGroup):
             core.deliver_exception_infos()
         return code
 
-    @parsed("acl.rt.set_device_sat_mode", "i")
+    @parsed("acl.rt.set_device_sat_mode")
     def set_device_sat_mode(self, mode: int, /) -> int:
         check_ints("set_device_sat_mode", mode)
         ctx = self._core.context
@@ -111,14 +115,14 @@ class DeviceCalls(CallGroup):
         ctx.device.sat_mode = mode
         return RC.OK
 
-    @parsed("acl.rt.get_device_sat_mode", "")
+    @parsed("acl.rt.get_device_sat_mode")
     def get_device_sat_mode(self) -> tuple[int, int]:
         ctx = self._core.context
         if ctx is None:
             return 0, RC.CONTEXT_NULL
         return ctx.device.sat_mode, RC.OK
 
-    @parsed("acl.rt.get_mem_info", "i")
+    @parsed("acl.rt.get_mem_info")
     def get_mem_info(self, attr: int, /) -> tuple[int, int, int]:
         check_ints("get_mem_info", attr)
         ctx = self._core.context
@@ -131,7 +135,7 @@ class DeviceCalls(CallGroup):
 
     # -- contexts --------------------------------------------------------------------
 
-    @parsed("acl.rt.create_context", "i")
+    @parsed("acl.rt.create_context")
     def create_context(self, device_id: int, /) -> tuple[int, int]:
         check_ints("create_context", device_id)
         core = self._core
@@ -139,8 +143,9 @@ class DeviceCalls(CallGroup):
         if device is None:
             return 0, RC.INVALID_DEVICEID
         with core.lock:
-            default = device.activate()
-            core.objects[default.handle] = default
+            if not device.active:  # the first context also makes the default one
+                default = device.activate()
+                core.objects[default.handle] = default
             if device.streams_used >= device.profile.stream_limit:
                 return 0, RC.RESOURCE_ALLOC_FAIL
             ctx = Context(core.new_handle(), device, is_default=False)
@@ -150,7 +155,7 @@ class DeviceCalls(CallGroup):
         core.context = ctx
         return ctx.handle, RC.OK
 
-    @parsed("acl.rt.destroy_context", "k")
+    @parsed("acl.rt.destroy_context")
     def destroy_context(self, context: int, /) -> int:
         check_ints("destroy_context", context)
         if context == 0:
@@ -180,7 +185,7 @@ class DeviceCalls(CallGroup):
             self._release_device(device)
         return RC.OK
 
-    @parsed("acl.rt.set_context", "k")
+    @parsed("acl.rt.set_context")
     def set_context(self, context: int, /) -> int:
         check_ints("set_context", context)
         if context == 0:
@@ -191,7 +196,7 @@ class DeviceCalls(CallGroup):
         self._core.context = ctx
         return RC.OK
 
-    @parsed("acl.rt.get_context", "")
+    @parsed("acl.rt.get_context")
     def get_context(self) -> tuple[int, int]:
         ctx = self._core.context
         if ctx is None:

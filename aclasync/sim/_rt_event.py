@@ -25,11 +25,11 @@ _RECORDED_NOT_READY, _RECORDED_COMPLETE = 0, 1
 class EventCalls(CallGroup):
     """Event life cycle, recording, status, host waits and timing."""
 
-    @parsed("acl.rt.create_event", "")
+    @parsed("acl.rt.create_event")
     def create_event(self) -> tuple[int, int]:
         return self._create_event("plain", 0)
 
-    @parsed("acl.rt.create_event_with_flag", "I")
+    @parsed("acl.rt.create_event_with_flag")
     def create_event_with_flag(self, flag: int, /) -> tuple[int, int]:
         check_ints("create_event_with_flag", flag)
         mask = self._core.profile.event_with_flag_mask
@@ -37,7 +37,7 @@ class EventCalls(CallGroup):
             return 0, RC.PARAM_INVALID
         return self._create_event("flag", flag)
 
-    @parsed("acl.rt.create_event_ex_with_flag", "I")
+    @parsed("acl.rt.create_event_ex_with_flag")
     def create_event_ex_with_flag(self, flag: int, /) -> tuple[int, int]:
         check_ints("create_event_ex_with_flag", flag)
         if flag == _IPC:
@@ -63,7 +63,7 @@ class EventCalls(CallGroup):
             core.objects[event.handle] = event
         return event.handle, RC.OK
 
-    @parsed("acl.rt.destroy_event", "k")
+    @parsed("acl.rt.destroy_event")
     def destroy_event(self, event: int, /) -> int:
         check_ints("destroy_event", event)
         if event == 0:
@@ -76,7 +76,7 @@ class EventCalls(CallGroup):
             found.context.device.drop_event_locked(found, core.objects)
         return RC.OK
 
-    @parsed("acl.rt.record_event", "kk")
+    @parsed("acl.rt.record_event")
     def record_event(self, event: int, stream: int, /) -> int:
         check_ints("record_event", event, stream)
         if event == 0:
@@ -95,7 +95,7 @@ class EventCalls(CallGroup):
             ev.record = task
         return ret
 
-    @parsed("acl.rt.reset_event", "kk")
+    @parsed("acl.rt.reset_event")
     def reset_event(self, event: int, stream: int, /) -> int:
         check_ints("reset_event", event, stream)
         if event == 0:
@@ -112,7 +112,7 @@ class EventCalls(CallGroup):
 
         return self._submit(found, Task(found, "reset_event", action=reset))
 
-    @parsed("acl.rt.query_event", "k")
+    @parsed("acl.rt.query_event")
     def query_event(self, event: int, /) -> tuple[int, int]:
         check_ints("query_event", event)
         ev, ret = self._lookup_event(event)
@@ -123,7 +123,7 @@ class EventCalls(CallGroup):
         done = ev.record is None or ev.record.done
         return (_EVENT_COMPLETE if done else _EVENT_NOT_READY), RC.OK
 
-    @parsed("acl.rt.query_event_status", "k")
+    @parsed("acl.rt.query_event_status")
     def query_event_status(self, event: int, /) -> tuple[int, int]:
         check_ints("query_event_status", event)
         ev, ret = self._lookup_event(event)
@@ -132,12 +132,12 @@ class EventCalls(CallGroup):
         done = ev.kind == "ex" if ev.record is None else ev.record.done
         return (_RECORDED_COMPLETE if done else _RECORDED_NOT_READY), RC.OK
 
-    @parsed("acl.rt.synchronize_event", "k")
+    @parsed("acl.rt.synchronize_event")
     def synchronize_event(self, event: int, /) -> int:
         check_ints("synchronize_event", event)
         return self._sync_event(event, -1)
 
-    @parsed("acl.rt.synchronize_event_with_timeout", "ki")
+    @parsed("acl.rt.synchronize_event_with_timeout")
     def synchronize_event_with_timeout(self, event: int, timeout: int, /) -> int:
         check_ints("synchronize_event_with_timeout", event, timeout)
         if timeout < -1:
@@ -159,7 +159,7 @@ class EventCalls(CallGroup):
             return RC.EVENT_SYNC_TIMEOUT
         return RC.OK
 
-    @parsed("acl.rt.event_elapsed_time", "kk")
+    @parsed("acl.rt.event_elapsed_time")
     def event_elapsed_time(self, start: int, end: int, /) -> tuple[float, int]:
         check_ints("event_elapsed_time", start, end)
         if start == 0 or end == 0:

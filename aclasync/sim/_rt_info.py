@@ -33,14 +33,14 @@ class DeviceInfoCalls(CallGroup):
         device = self._core.device(device_id)
         return device, (RC.OK if device is not None else RC.INVALID_DEVICEID)
 
-    @parsed("acl.rt.set_ts_device", "i")
+    @parsed("acl.rt.set_ts_device")
     def set_ts_device(self, ts_id: int, /) -> int:
         """Choose the task scheduler (0 AI core, 1 AI vector); 100000 for others."""
         if self._core.context is None:
             return RC.CONTEXT_NULL
         return RC.OK if ts_id in _TS_IDS else RC.INVALID_PARAM
 
-    @parsed("acl.rt.get_device_info", "II")
+    @parsed("acl.rt.get_device_info")
     def get_device_info(self, device_id: int, attr: int, /) -> tuple[int, int]:
         """Return ``(value, ret)`` for an ``aclrtDevAttr``; 107000 for attributes not modelled."""
         device, ret = self._device_or_code(device_id)
@@ -61,7 +61,7 @@ class DeviceInfoCalls(CallGroup):
             return 0, RC.PARAM_INVALID
         return values[attr], RC.OK
 
-    @parsed("acl.rt.get_device_capability", "iI")
+    @parsed("acl.rt.get_device_capability")
     def get_device_capability(self, device_id: int, feature: int, /) -> tuple[int, int]:
         """Return ``(supported, ret)``: 0 for every known feature; 107000 for unknown ones."""
         device, ret = self._device_or_code(device_id)
@@ -69,7 +69,7 @@ class DeviceInfoCalls(CallGroup):
             return 0, ret
         return 0, (RC.OK if feature in _FEATURES else RC.PARAM_INVALID)
 
-    @parsed("acl.rt.device_get_stream_priority_range", "")
+    @parsed("acl.rt.device_get_stream_priority_range")
     def device_get_stream_priority_range(self) -> tuple[int, int, int]:
         """Return ``(least, greatest, ret)`` priority of the current device (0 is greatest)."""
         if self._core.context is None:
@@ -77,7 +77,7 @@ class DeviceInfoCalls(CallGroup):
         least = self._core.profile.max_priority or 0
         return least, 0, RC.OK
 
-    @parsed("acl.rt.get_device_utilization_rate", "i")
+    @parsed("acl.rt.get_device_utilization_rate")
     def get_device_utilization_rate(self, device_id: int, /) -> tuple[dict[str, Any], int]:
         """Return ``(info, ret)``: cube/vector busy now (0 or 100) and memory in use (%)."""
         device, ret = self._device_or_code(device_id)
@@ -100,13 +100,13 @@ class DeviceInfoCalls(CallGroup):
         }
         return info, ret
 
-    @parsed("acl.rt.query_device_status", "i")
+    @parsed("acl.rt.query_device_status")
     def query_device_status(self, device_id: int, /) -> tuple[int, int]:
         """Return ``(status, ret)``; simulated devices are always NORMAL (0)."""
         device, ret = self._device_or_code(device_id)
         return (_STATUS_NORMAL if device is not None else 0xFFFF), ret
 
-    @parsed("acl.rt.device_task_abort", "iI")
+    @parsed("acl.rt.device_task_abort")
     def device_task_abort(self, device_id: int, timeout: int, /) -> int:
         """Drop the tasks queued on every stream of the device; running ones finish.
 
@@ -124,7 +124,7 @@ class DeviceInfoCalls(CallGroup):
                         stream.pending_error = stream.pending_error or RC.DEVICE_TASK_ABORT
         return RC.OK
 
-    @parsed("acl.rt.get_device_res_limit", "iI")
+    @parsed("acl.rt.get_device_res_limit")
     def get_device_res_limit(self, device_id: int, kind: int, /) -> tuple[int, int]:
         """Return ``(cores, ret)`` the device may use of a kind (0 cube, 1 vector)."""
         device, ret = self._device_or_code(device_id)
@@ -134,7 +134,7 @@ class DeviceInfoCalls(CallGroup):
             return 0, RC.PARAM_INVALID
         return device.res_limits[kind], RC.OK
 
-    @parsed("acl.rt.set_device_res_limit", "iII")
+    @parsed("acl.rt.set_device_res_limit")
     def set_device_res_limit(self, device_id: int, kind: int, value: int, /) -> int:
         """Limit the cores of a kind; 107000 above what the chip has or for kind > 1."""
         device, ret = self._device_or_code(device_id)
@@ -148,14 +148,14 @@ class DeviceInfoCalls(CallGroup):
         device.res_limits[kind] = value
         return RC.OK
 
-    @parsed("acl.rt.reset_device_res_limit", "i")
+    @parsed("acl.rt.reset_device_res_limit")
     def reset_device_res_limit(self, device_id: int, /) -> int:
         device, ret = self._device_or_code(device_id)
         if device is not None:
             device.res_limits = [device.profile.cube_cores, device.profile.vector_cores]
         return ret
 
-    @parsed("acl.rt.get_devices_topo", "II")
+    @parsed("acl.rt.get_devices_topo")
     def get_devices_topo(self, device_id: int, other_id: int, /) -> tuple[int, int]:
         """Return ``(topology, ret)``: simulated devices are linked by HCCS (0x01)."""
         for candidate in (device_id, other_id):
@@ -163,7 +163,7 @@ class DeviceInfoCalls(CallGroup):
                 return 0, RC.INVALID_DEVICEID
         return (0 if device_id == other_id else _TOPOLOGY_HCCS), RC.OK
 
-    @parsed("acl.rt.device_get_uuid", "i")
+    @parsed("acl.rt.device_get_uuid")
     def device_get_uuid(self, device_id: int, /) -> tuple[dict[str, list[int]], int]:
         """Return ``({"bytes": [16 ints]}, ret)``: a stable id per physical device."""
         device, ret = self._device_or_code(device_id)
@@ -172,33 +172,33 @@ class DeviceInfoCalls(CallGroup):
         value = uuid.uuid5(_UUID_NAMESPACE, f"aclasync-sim-{device.physical_id}")
         return {"bytes": list(value.bytes)}, RC.OK
 
-    @parsed("acl.rt.get_primary_ctx_state", "i")
+    @parsed("acl.rt.get_primary_ctx_state")
     def get_primary_ctx_state(self, device_id: int, /) -> tuple[int, int, int]:
         """Return ``(active, flags, ret)``: whether the device's default context exists."""
         device, ret = self._device_or_code(device_id)
         if device is None:
             return 0, 0, ret
-        return int(device.active), 0, RC.OK
+        return int(device.default_context is not None), 0, RC.OK
 
-    @parsed("acl.rt.device_get_bare_tgid", "")
+    @parsed("acl.rt.device_get_bare_tgid")
     def device_get_bare_tgid(self) -> tuple[int, int]:
         """Return ``(pid, ret)``: the process id as the device knows it."""
         return os.getpid(), RC.OK
 
     # -- logical and physical ids -----------------------------------------------------
 
-    @parsed("acl.rt.get_logic_dev_id_by_user_dev_id", "i")
+    @parsed("acl.rt.get_logic_dev_id_by_user_dev_id")
     def get_logic_dev_id_by_user_dev_id(self, user_id: int, /) -> tuple[int, int]:
         """User ids are the logical ids ``set_device`` takes: the same number."""
         device, ret = self._device_or_code(user_id)
         return (device.id if device is not None else 0), ret
 
-    @parsed("acl.rt.get_user_dev_id_by_logic_dev_id", "i")
+    @parsed("acl.rt.get_user_dev_id_by_logic_dev_id")
     def get_user_dev_id_by_logic_dev_id(self, logic_id: int, /) -> tuple[int, int]:
         device, ret = self._device_or_code(logic_id)
         return (device.id if device is not None else 0), ret
 
-    @parsed("acl.rt.get_logic_dev_id_by_phy_dev_id", "i")
+    @parsed("acl.rt.get_logic_dev_id_by_phy_dev_id")
     def get_logic_dev_id_by_phy_dev_id(self, physical_id: int, /) -> tuple[int, int]:
         """The logical id of a physical device; 107001 if it is not visible."""
         for device in self._core.devices:
@@ -206,14 +206,14 @@ class DeviceInfoCalls(CallGroup):
                 return device.id, RC.OK
         return 0, RC.INVALID_DEVICEID
 
-    @parsed("acl.rt.get_phy_dev_id_by_logic_dev_id", "i")
+    @parsed("acl.rt.get_phy_dev_id_by_logic_dev_id")
     def get_phy_dev_id_by_logic_dev_id(self, logic_id: int, /) -> tuple[int, int]:
         device, ret = self._device_or_code(logic_id)
         return (device.physical_id if device is not None else 0), ret
 
     # -- peer access ------------------------------------------------------------------
 
-    @parsed("acl.rt.device_can_access_peer", "ii")
+    @parsed("acl.rt.device_can_access_peer")
     def device_can_access_peer(self, device_id: int, peer_id: int, /) -> tuple[int, int]:
         """Return ``(1, 0)`` for two distinct valid devices, ``(0, 0)`` for the same one."""
         for candidate in (device_id, peer_id):
@@ -221,7 +221,7 @@ class DeviceInfoCalls(CallGroup):
                 return 0, RC.INVALID_DEVICEID
         return int(device_id != peer_id), RC.OK
 
-    @parsed("acl.rt.device_enable_peer_access", "iI")
+    @parsed("acl.rt.device_enable_peer_access")
     def device_enable_peer_access(self, peer_id: int, flags: int, /) -> int:
         """Let the current device and *peer_id* copy to each other (``flags`` must be 0)."""
         ctx = self._core.context
@@ -235,7 +235,7 @@ class DeviceInfoCalls(CallGroup):
             self._core.peers.add((ctx.device.id, peer_id))
         return RC.OK
 
-    @parsed("acl.rt.device_disable_peer_access", "i")
+    @parsed("acl.rt.device_disable_peer_access")
     def device_disable_peer_access(self, peer_id: int, /) -> int:
         """Undo ``device_enable_peer_access``; 107000 if it was not enabled."""
         ctx = self._core.context
@@ -250,7 +250,7 @@ class DeviceInfoCalls(CallGroup):
             self._core.peers.discard(pair)
         return RC.OK
 
-    @parsed("acl.rt.device_peer_access_status", "ii")
+    @parsed("acl.rt.device_peer_access_status")
     def device_peer_access_status(self, device_id: int, peer_id: int, /) -> tuple[int, int]:
         """Return ``(enabled, ret)`` for access from *device_id* to *peer_id*."""
         for candidate in (device_id, peer_id):

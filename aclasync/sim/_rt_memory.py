@@ -18,19 +18,19 @@ _MEMCPY_KIND_MAX = 7
 class MemoryCalls(CallGroup):
     """malloc/free, malloc_host/free_host, memcpy(_async), memset(_async)."""
 
-    @parsed("acl.rt.malloc", "ki")
+    @parsed("acl.rt.malloc")
     def malloc(self, size: int, policy: int, /) -> tuple[int, int]:
         check_ints("malloc", size, policy)
         return allocate_device_memory(self._core, size)
 
-    @parsed("acl.rt.free", "k")
+    @parsed("acl.rt.free")
     def free(self, dev_ptr: int, /) -> int:
         check_ints("free", dev_ptr)
         if dev_ptr != 0 and self._core.context is None:
             return RC.CONTEXT_NULL
         return free_device_memory(self._core, dev_ptr)
 
-    @parsed("acl.rt.malloc_host", "k")
+    @parsed("acl.rt.malloc_host")
     def malloc_host(self, size: int, /) -> tuple[int, int]:
         check_ints("malloc_host", size)
         if size <= 0:
@@ -41,7 +41,7 @@ class MemoryCalls(CallGroup):
             return 0, RC.MEMORY_ALLOCATION
         return address, RC.OK
 
-    @parsed("acl.rt.free_host", "k")
+    @parsed("acl.rt.free_host")
     def free_host(self, host_ptr: int, /) -> int:
         check_ints("free_host", host_ptr)
         if host_ptr == 0:
@@ -49,7 +49,7 @@ class MemoryCalls(CallGroup):
         with self._core.lock:
             return RC.OK if self._core.host.release(host_ptr) else RC.MEMORY_FREE
 
-    @parsed("acl.rt.memcpy", "kkkki")
+    @parsed("acl.rt.memcpy")
     def memcpy(self, dst: int, dst_max: int, src: int, count: int, kind: int, /) -> int:
         check_ints("memcpy", dst, dst_max, src, count, kind)
         plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
@@ -61,7 +61,7 @@ class MemoryCalls(CallGroup):
             time.sleep(seconds)
         return RC.OK
 
-    @parsed("acl.rt.memcpy_async", "kkkkik")
+    @parsed("acl.rt.memcpy_async")
     def memcpy_async(
         self, dst: int, dst_max: int, src: int, count: int, kind: int, stream: int, /
     ) -> int:
@@ -81,7 +81,7 @@ class MemoryCalls(CallGroup):
             found, Task(found, "memcpy", duration=seconds, action=copy), wait=not pinned
         )
 
-    @parsed("acl.rt.memset", "kkik")
+    @parsed("acl.rt.memset")
     def memset(self, dev_ptr: int, max_count: int, value: int, count: int, /) -> int:
         check_ints("memset", dev_ptr, max_count, value, count)
         target, ret = self._plan_fill(dev_ptr, max_count, count)
@@ -90,7 +90,7 @@ class MemoryCalls(CallGroup):
         target[:] = bytes([value & 0xFF]) * count
         return RC.OK
 
-    @parsed("acl.rt.memset_async", "kkikk")
+    @parsed("acl.rt.memset_async")
     def memset_async(
         self, dev_ptr: int, max_count: int, value: int, count: int, stream: int, /
     ) -> int:

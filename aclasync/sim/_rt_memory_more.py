@@ -38,24 +38,24 @@ class MoreMemoryCalls(CallGroup):
             address = ctx.device.memory.allocate(size, pad=pad)
         return (0, RC.MEMORY_ALLOCATION) if address is None else (address, RC.OK)
 
-    @parsed("acl.rt.malloc_cached", "ki")
+    @parsed("acl.rt.malloc_cached")
     def malloc_cached(self, size: int, policy: int, /) -> tuple[int, int]:
         """Device memory with a host-side cache: the same as ``malloc`` here."""
         return self._malloc(size)
 
-    @parsed("acl.rt.malloc_align32", "ki")
+    @parsed("acl.rt.malloc_align32")
     def malloc_align32(self, size: int, policy: int, /) -> tuple[int, int]:
         """Device memory rounded up to 32 bytes, without ``malloc``'s extra 32."""
         return self._malloc(size, pad=False)
 
-    @parsed("acl.rt.malloc_with_cfg", "kiO")
+    @parsed("acl.rt.malloc_with_cfg")
     def malloc_with_cfg(self, size: int, policy: int, cfg: dict[str, Any], /) -> tuple[int, int]:
         """``malloc`` with a configuration dict (its attributes are accepted, not modelled)."""
         if not isinstance(cfg, dict):
             raise TypeError("pyCfg is not dict!")
         return self._malloc(size)
 
-    @parsed("acl.rt.malloc_for_task_scheduler", "kiO")
+    @parsed("acl.rt.malloc_for_task_scheduler")
     def malloc_for_task_scheduler(
         self, size: int, policy: int, cfg: dict[str, Any], /
     ) -> tuple[int, int]:
@@ -63,7 +63,7 @@ class MoreMemoryCalls(CallGroup):
             raise TypeError("pyCfg is not dict!")
         return self._malloc(size)
 
-    @parsed("acl.rt.malloc_host_with_cfg", "kO")
+    @parsed("acl.rt.malloc_host_with_cfg")
     def malloc_host_with_cfg(self, size: int, cfg: dict[str, Any], /) -> tuple[int, int]:
         """``malloc_host`` with a configuration dict (accepted, not modelled)."""
         if not isinstance(cfg, dict):
@@ -82,20 +82,20 @@ class MoreMemoryCalls(CallGroup):
         view, device_id, _ = self._core.resolve(address, size, write=False)
         return RC.OK if view is not None and device_id is not None else RC.PARAM_INVALID
 
-    @parsed("acl.rt.mem_flush", "kk")
+    @parsed("acl.rt.mem_flush")
     def mem_flush(self, dev_ptr: int, size: int, /) -> int:
         """Write back the cache of a ``malloc_cached`` range (nothing to do; range checked)."""
         if self._core.context is None:
             return RC.CONTEXT_NULL
         return self._device_range(dev_ptr, size)
 
-    @parsed("acl.rt.mem_invalidate", "kk")
+    @parsed("acl.rt.mem_invalidate")
     def mem_invalidate(self, dev_ptr: int, size: int, /) -> int:
         if self._core.context is None:
             return RC.CONTEXT_NULL
         return self._device_range(dev_ptr, size)
 
-    @parsed("acl.rt.cmo_async", "kkik")
+    @parsed("acl.rt.cmo_async")
     def cmo_async(self, src: int, size: int, cmo_type: int, stream: int, /) -> int:
         """Queue a cache operation on device memory (a no-op task, in stream order)."""
         _, found, ret = self._resolve_stream(stream)
@@ -110,7 +110,7 @@ class MoreMemoryCalls(CallGroup):
 
     # -- copies -----------------------------------------------------------------------
 
-    @parsed("acl.rt.memcpy_async_with_condition", "kkkkik")
+    @parsed("acl.rt.memcpy_async_with_condition")
     def memcpy_async_with_condition(
         self, dst: int, dst_max: int, src: int, count: int, kind: int, stream: int, /
     ) -> int:
@@ -141,7 +141,7 @@ class MoreMemoryCalls(CallGroup):
         ]
         return rows, RC.OK
 
-    @parsed("acl.rt.memcpy2d", "kkkkkki")
+    @parsed("acl.rt.memcpy2d")
     def memcpy2d(
         self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int, /
     ) -> int:
@@ -157,7 +157,7 @@ class MoreMemoryCalls(CallGroup):
             target[:] = source
         return RC.OK
 
-    @parsed("acl.rt.memcpy2d_async", "kkkkkkik")
+    @parsed("acl.rt.memcpy2d_async")
     def memcpy2d_async(
         self,
         dst: int,
@@ -186,7 +186,7 @@ class MoreMemoryCalls(CallGroup):
 
     # -- attributes -------------------------------------------------------------------
 
-    @parsed("acl.rt.pointer_get_attributes", "k")
+    @parsed("acl.rt.pointer_get_attributes")
     def pointer_get_attributes(self, ptr: int, /) -> tuple[dict[str, Any], int]:
         """Return ``({"location": {"id", "type"}, "page_size", "rsv"}, ret)`` for *ptr*.
 
@@ -233,7 +233,7 @@ class MoreMemoryCalls(CallGroup):
             core.host_registrations[ptr] = (ctx.device.id, address)
         return address, RC.OK
 
-    @parsed("acl.rt.host_register", "kki")
+    @parsed("acl.rt.host_register")
     def host_register(self, ptr: int, size: int, register_type: int, /) -> tuple[int, int]:
         """Map ``[ptr, ptr + size)`` of host memory into the current device.
 
@@ -245,18 +245,18 @@ class MoreMemoryCalls(CallGroup):
             return 0, RC.PARAM_INVALID
         return self._register(ptr, size, writable=register_type != 0x8)
 
-    @parsed("acl.rt.host_register_v2", "KKI")
+    @parsed("acl.rt.host_register_v2")
     def host_register_v2(self, ptr: int, size: int, flag: int, /) -> int:
         """``host_register`` without the device pointer (``host_get_device_pointer`` has it)."""
         return self._register(ptr, size, writable=True)[1]
 
-    @parsed("acl.rt.host_get_device_pointer", "KI")
+    @parsed("acl.rt.host_get_device_pointer")
     def host_get_device_pointer(self, ptr: int, flag: int, /) -> tuple[int, int]:
         """Return ``(dev_ptr, ret)`` of registered host memory; 507911 if not registered."""
         entry = self._core.host_registrations.get(ptr)
         return (entry[1], RC.OK) if entry is not None else (0, _NOT_REGISTERED)
 
-    @parsed("acl.rt.host_unregister", "k")
+    @parsed("acl.rt.host_unregister")
     def host_unregister(self, ptr: int, /) -> int:
         """Undo ``host_register`` after waiting for queued work; 507911 if not registered."""
         core = self._core

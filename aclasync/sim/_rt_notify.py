@@ -39,7 +39,7 @@ class NotifyCalls(CallGroup):
         found = self._core.objects.get(handle)
         return found if isinstance(found, SimNotify) and found.alive else None
 
-    @parsed("acl.rt.create_notify", "K")
+    @parsed("acl.rt.create_notify")
     def create_notify(self, flag: int, /) -> tuple[int, int]:
         """Create a notify on the current device (``flag`` must be 0); 207009 past the limit."""
         core = self._core
@@ -57,7 +57,7 @@ class NotifyCalls(CallGroup):
             core.objects[notify.handle] = notify
         return notify.handle, RC.OK
 
-    @parsed("acl.rt.destroy_notify", "k")
+    @parsed("acl.rt.destroy_notify")
     def destroy_notify(self, notify: int, /) -> int:
         if notify == 0:
             return RC.INVALID_PARAM
@@ -88,7 +88,7 @@ class NotifyCalls(CallGroup):
             return None, None, RC.PARAM_INVALID
         return target, found, RC.OK
 
-    @parsed("acl.rt.record_notify", "kk")
+    @parsed("acl.rt.record_notify")
     def record_notify(self, notify: int, stream: int, /) -> int:
         """Queue a task that sets the notify, releasing the waits queued before it."""
         target, found, ret = self._stream_for(notify, stream)
@@ -105,7 +105,7 @@ class NotifyCalls(CallGroup):
 
         return self._submit(found, Task(found, "record_notify", action=signal))
 
-    @parsed("acl.rt.wait_and_reset_notify", "kkL")
+    @parsed("acl.rt.wait_and_reset_notify")
     def wait_and_reset_notify(self, notify: int, stream: int, timeout: int, /) -> int:
         """Queue a wait: later tasks of *stream* run once the notify is set; it is reset.
 
@@ -129,7 +129,7 @@ class NotifyCalls(CallGroup):
                 dep = target.gate
         return self._submit(found, Task(found, "wait_notify", dep=dep))
 
-    @parsed("acl.rt.get_notify_id", "k")
+    @parsed("acl.rt.get_notify_id")
     def get_notify_id(self, notify: int, /) -> tuple[int, int]:
         """Return ``(id, ret)``: the notify's number on its device."""
         if notify == 0:
@@ -137,7 +137,7 @@ class NotifyCalls(CallGroup):
         found = self._notify(notify)
         return (found.number, RC.OK) if found is not None else (0, RC.PARAM_INVALID)
 
-    @parsed("acl.rt.notify_batch_reset", "O")
+    @parsed("acl.rt.notify_batch_reset")
     def notify_batch_reset(self, notifies: Any, /) -> int:
         """Clear a list of notifies that were set and not yet waited for."""
         if not isinstance(notifies, list):

@@ -21,11 +21,11 @@ _STATUS_NOT_READY = 1
 class StreamCalls(CallGroup):
     """Stream life cycle, synchronisation, ordering, failure mode and overflow."""
 
-    @parsed("acl.rt.create_stream", "")
+    @parsed("acl.rt.create_stream")
     def create_stream(self) -> tuple[int, int]:
         return self._create_stream(0, 0)
 
-    @parsed("acl.rt.create_stream_with_config", "ii")
+    @parsed("acl.rt.create_stream_with_config")
     def create_stream_with_config(self, priority: int, flag: int, /) -> tuple[int, int]:
         check_ints("create_stream_with_config", priority, flag)
         if flag & ~_MODELLED_FLAGS:
@@ -58,11 +58,11 @@ class StreamCalls(CallGroup):
             time.sleep(profile.fast_launch_setup_us / 1e6)
         return stream.handle, RC.OK
 
-    @parsed("acl.rt.destroy_stream", "k")
+    @parsed("acl.rt.destroy_stream")
     def destroy_stream(self, stream: int, /) -> int:
         return self._destroy_stream(stream, force=False)
 
-    @parsed("acl.rt.destroy_stream_force", "k")
+    @parsed("acl.rt.destroy_stream_force")
     def destroy_stream_force(self, stream: int, /) -> int:
         return self._destroy_stream(stream, force=True)
 
@@ -90,12 +90,12 @@ class StreamCalls(CallGroup):
             core.reports.forget_stream_locked(stream)
         return RC.OK
 
-    @parsed("acl.rt.synchronize_stream", "k")
+    @parsed("acl.rt.synchronize_stream")
     def synchronize_stream(self, stream: int, /) -> int:
         check_ints("synchronize_stream", stream)
         return self._sync_stream(stream, -1)
 
-    @parsed("acl.rt.synchronize_stream_with_timeout", "ki")
+    @parsed("acl.rt.synchronize_stream_with_timeout")
     def synchronize_stream_with_timeout(self, stream: int, timeout: int, /) -> int:
         check_ints("synchronize_stream_with_timeout", stream, timeout)
         if timeout < -1:
@@ -114,7 +114,7 @@ class StreamCalls(CallGroup):
             self._core.deliver_exception_infos()
         return code
 
-    @parsed("acl.rt.stream_query", "k")
+    @parsed("acl.rt.stream_query")
     def stream_query(self, stream: int, /) -> tuple[int, int]:
         check_ints("stream_query", stream)
         _, found, ret = self._resolve_stream(stream)
@@ -123,7 +123,7 @@ class StreamCalls(CallGroup):
         tail = found.tail
         return (0 if tail is None or tail.done else _STATUS_NOT_READY), RC.OK
 
-    @parsed("acl.rt.stream_wait_event", "kk")
+    @parsed("acl.rt.stream_wait_event")
     def stream_wait_event(self, stream: int, event: int, /) -> int:
         check_ints("stream_wait_event", stream, event)
         if event == 0:
@@ -140,7 +140,7 @@ class StreamCalls(CallGroup):
             ev.waits = [*(t for t in ev.waits if not t.done), task]
         return ret
 
-    @parsed("acl.rt.set_stream_failure_mode", "kI")
+    @parsed("acl.rt.set_stream_failure_mode")
     def set_stream_failure_mode(self, stream: int, mode: int, /) -> int:
         check_ints("set_stream_failure_mode", stream, mode)
         if stream == 0 and not self._core.profile.failure_mode_on_default_stream:
@@ -156,7 +156,7 @@ class StreamCalls(CallGroup):
         found.failure_mode_set = True
         return RC.OK
 
-    @parsed("acl.rt.set_stream_overflow_switch", "kI")
+    @parsed("acl.rt.set_stream_overflow_switch")
     def set_stream_overflow_switch(self, stream: int, flag: int, /) -> int:
         check_ints("set_stream_overflow_switch", stream, flag)
         if not self._core.profile.overflow_switch_supported:
@@ -169,7 +169,7 @@ class StreamCalls(CallGroup):
         found.overflow_switch = flag
         return RC.OK
 
-    @parsed("acl.rt.get_stream_overflow_switch", "k")
+    @parsed("acl.rt.get_stream_overflow_switch")
     def get_stream_overflow_switch(self, stream: int, /) -> tuple[int, int]:
         check_ints("get_stream_overflow_switch", stream)
         if not self._core.profile.overflow_switch_supported:
@@ -179,7 +179,7 @@ class StreamCalls(CallGroup):
             return 0, ret
         return found.overflow_switch, RC.OK
 
-    @parsed("acl.rt.get_overflow_status", "kkk")
+    @parsed("acl.rt.get_overflow_status")
     def get_overflow_status(self, output_addr: int, output_size: int, stream: int, /) -> int:
         check_ints("get_overflow_status", output_addr, output_size, stream)
         if output_addr == 0:
@@ -200,7 +200,7 @@ class StreamCalls(CallGroup):
 
         return self._submit(found, Task(found, "get_overflow_status", action=write_status))
 
-    @parsed("acl.rt.reset_overflow_status", "k")
+    @parsed("acl.rt.reset_overflow_status")
     def reset_overflow_status(self, stream: int, /) -> int:
         check_ints("reset_overflow_status", stream)
         _, found, ret = self._resolve_stream(stream)

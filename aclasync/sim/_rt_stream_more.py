@@ -21,13 +21,13 @@ _WAIT_COMPLETE, _WAIT_NOT_READY = 0, 1
 class MoreStreamCalls(CallGroup):
     """Stream ids, capacity, attributes, per-stream core limits, abort; event extras."""
 
-    @parsed("acl.rt.stream_get_id", "k")
+    @parsed("acl.rt.stream_get_id")
     def stream_get_id(self, stream: int, /) -> tuple[int, int]:
         """Return ``(id, ret)``: 0 for a default stream, a unique number otherwise."""
         _, found, ret = self._resolve_stream(stream)
         return (stream_id(found) if found is not None else 0), ret
 
-    @parsed("acl.rt.get_stream_available_num", "")
+    @parsed("acl.rt.get_stream_available_num")
     def get_stream_available_num(self) -> tuple[int, int]:
         """Return ``(count, ret)``: streams the current device can still create."""
         ctx = self._core.context
@@ -37,12 +37,12 @@ class MoreStreamCalls(CallGroup):
             left = self._core.profile.stream_limit - ctx.device.streams_used
         return max(left, 0), RC.OK
 
-    @parsed("acl.rt.get_thread_last_task_id", "")
+    @parsed("acl.rt.get_thread_last_task_id")
     def get_thread_last_task_id(self) -> tuple[int, int]:
         """Return ``(task_id, ret)`` of the last task this thread queued."""
         return self._core.last_task_id, RC.OK
 
-    @parsed("acl.rt.stream_abort", "k")
+    @parsed("acl.rt.stream_abort")
     def stream_abort(self, stream: int, /) -> int:
         """Drop the stream's queued tasks (a running one finishes); the stream stays usable.
 
@@ -60,7 +60,7 @@ class MoreStreamCalls(CallGroup):
 
     # -- attributes -------------------------------------------------------------------
 
-    @parsed("acl.rt.set_stream_attribute", "kiO")
+    @parsed("acl.rt.set_stream_attribute")
     def set_stream_attribute(self, stream: int, attr: int, value: dict[str, Any], /) -> int:
         """Set an ``aclrtStreamAttr`` from a dict (``{"failureMode": 1}``, ...).
 
@@ -89,7 +89,7 @@ class MoreStreamCalls(CallGroup):
             return RC.PARAM_INVALID
         return RC.OK
 
-    @parsed("acl.rt.get_stream_attribute", "ki")
+    @parsed("acl.rt.get_stream_attribute")
     def get_stream_attribute(self, stream: int, attr: int, /) -> tuple[dict[str, Any], int]:
         """Return ``(value dict, ret)`` for an ``aclrtStreamAttr``."""
         _, found, ret = self._resolve_stream(stream)
@@ -113,7 +113,7 @@ class MoreStreamCalls(CallGroup):
         limits = stream.res_limits
         return list(stream.device.res_limits) if limits is None else limits
 
-    @parsed("acl.rt.get_stream_res_limit", "ki")
+    @parsed("acl.rt.get_stream_res_limit")
     def get_stream_res_limit(self, stream: int, kind: int, /) -> tuple[int, int]:
         """Return ``(cores, ret)`` a stream may use of a kind (the device's by default)."""
         _, found, ret = self._resolve_stream(stream)
@@ -123,7 +123,7 @@ class MoreStreamCalls(CallGroup):
             return 0, RC.PARAM_INVALID
         return self._limits(found)[kind], RC.OK
 
-    @parsed("acl.rt.set_stream_res_limit", "kiI")
+    @parsed("acl.rt.set_stream_res_limit")
     def set_stream_res_limit(self, stream: int, kind: int, value: int, /) -> int:
         """Limit a stream's cores of a kind; 107000 above the device's limit."""
         _, found, ret = self._resolve_stream(stream)
@@ -136,14 +136,14 @@ class MoreStreamCalls(CallGroup):
         found.res_limits = limits
         return RC.OK
 
-    @parsed("acl.rt.reset_stream_res_limit", "k")
+    @parsed("acl.rt.reset_stream_res_limit")
     def reset_stream_res_limit(self, stream: int, /) -> int:
         _, found, ret = self._resolve_stream(stream)
         if found is not None:
             found.res_limits = None
         return ret
 
-    @parsed("acl.rt.use_stream_res_in_current_thread", "k")
+    @parsed("acl.rt.use_stream_res_in_current_thread")
     def use_stream_res_in_current_thread(self, stream: int, /) -> int:
         """Make this thread's core limits those of *stream*."""
         _, found, ret = self._resolve_stream(stream)
@@ -152,7 +152,7 @@ class MoreStreamCalls(CallGroup):
         self._core.thread_state.res_stream = found
         return RC.OK
 
-    @parsed("acl.rt.unuse_stream_res_in_current_thread", "k")
+    @parsed("acl.rt.unuse_stream_res_in_current_thread")
     def unuse_stream_res_in_current_thread(self, stream: int, /) -> int:
         _, found, ret = self._resolve_stream(stream)
         if found is None:
@@ -162,7 +162,7 @@ class MoreStreamCalls(CallGroup):
         self._core.thread_state.res_stream = None
         return RC.OK
 
-    @parsed("acl.rt.get_res_in_current_thread", "i")
+    @parsed("acl.rt.get_res_in_current_thread")
     def get_res_in_current_thread(self, kind: int, /) -> tuple[int, int]:
         """Return ``(cores, ret)`` this thread may use: its stream's, else its device's."""
         ctx = self._core.context
@@ -177,7 +177,7 @@ class MoreStreamCalls(CallGroup):
 
     # -- events -----------------------------------------------------------------------
 
-    @parsed("acl.rt.query_event_wait_status", "k")
+    @parsed("acl.rt.query_event_wait_status")
     def query_event_wait_status(self, event: int, /) -> tuple[int, int]:
         """Return ``(status, ret)``: 0 (COMPLETE) once every ``stream_wait_event`` on the
         event has been passed, 1 (NOT_READY) before. Ex events give 107000."""
@@ -189,7 +189,7 @@ class MoreStreamCalls(CallGroup):
         waiting = any(not task.done for task in ev.waits)
         return (_WAIT_NOT_READY if waiting else _WAIT_COMPLETE), RC.OK
 
-    @parsed("acl.rt.event_get_timestamp", "k")
+    @parsed("acl.rt.event_get_timestamp")
     def event_get_timestamp(self, event: int, /) -> tuple[int, int]:
         """Return ``(microseconds, ret)`` at which the event's record completed.
 
@@ -204,13 +204,13 @@ class MoreStreamCalls(CallGroup):
             return 0, RC.EVENT_TIMESTAMP_INVALID
         return int(ev.record.finish * 1e6), RC.OK
 
-    @parsed("acl.rt.get_event_id", "k")
+    @parsed("acl.rt.get_event_id")
     def get_event_id(self, event: int, /) -> tuple[int, int]:
         """Return ``(id, ret)``: a number unique among the runtime's events."""
         ev, ret = self._lookup_event(event)  # type: ignore[attr-defined]
         return ((ev.handle >> 6) & 0xFFFF_FFFF if ev is not None else 0), ret
 
-    @parsed("acl.rt.get_event_avail_num", "")
+    @parsed("acl.rt.get_event_avail_num")
     def get_event_avail_num(self) -> tuple[int, int]:
         """Return ``(count, ret)``: hardware events the current device has left."""
         ctx = self._core.context

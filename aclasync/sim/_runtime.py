@@ -27,8 +27,8 @@ from ._rt_memory_more import MoreMemoryCalls
 from ._rt_notify import NotifyCalls
 from ._rt_stream import StreamCalls
 from ._rt_stream_more import MoreStreamCalls
+from ._tensor_desc import TensorDescCalls
 from ._unmodelled import attach_unmodelled
-from ._unsupported import UnsupportedCalls
 from ._util import Util
 
 if TYPE_CHECKING:
@@ -66,13 +66,12 @@ class Rt(
     CallbackCalls,
     ControlCalls,
     NotifyCalls,
-    UnsupportedCalls,
     _RtSurface,
 ):
     """The ``acl.rt`` namespace of a simulated runtime: all 182 names pyACL registers."""
 
 
-class SimAcl(DataBufferCalls, _AclSurface):
+class SimAcl(DataBufferCalls, TensorDescCalls, _AclSurface):
     """A simulated pyACL runtime: use it where you would use ``import acl``.
 
     The devices are built on first use, reading ``ASCEND_RT_VISIBLE_DEVICES`` then
@@ -158,7 +157,7 @@ class SimAcl(DataBufferCalls, _AclSurface):
             f"<aclasync.sim runtime soc={self._profile.name!r} devices={len(self._core.devices)}>"
         )
 
-    @parsed("acl.init", "|s")
+    @parsed("acl.init")
     def init(self, config_path: str | None = None, /) -> int:
         """Initialise (ref-counted): a repeat call returns 100002 and still counts.
 
@@ -170,7 +169,7 @@ class SimAcl(DataBufferCalls, _AclSurface):
             self._core.init_count += 1
             return RC.OK if self._core.init_count == 1 else RC.REPEAT_INITIALIZE
 
-    @parsed("acl.finalize", "")
+    @parsed("acl.finalize")
     def finalize(self) -> int:
         """Clear the init count at once; 100037 if not initialised."""
         with self._core.lock:
@@ -179,7 +178,7 @@ class SimAcl(DataBufferCalls, _AclSurface):
             self._core.init_count = 0
             return RC.OK
 
-    @parsed("acl.finalize_reference", "")
+    @parsed("acl.finalize_reference")
     def finalize_reference(self) -> tuple[int, int]:
         """Undo one ``init``: ``(references left, ret)``; finalizes at 0 (100037 if none)."""
         with self._core.lock:
@@ -188,33 +187,35 @@ class SimAcl(DataBufferCalls, _AclSurface):
             self._core.init_count -= 1
             return self._core.init_count, RC.OK
 
-    @parsed("acl.get_version", "", records=False)
+    @parsed("acl.get_version")
     def get_version(self) -> tuple[int, int, int, int]:
         """``(major, minor, patch, ret)`` of the ACL interface modelled: 1.17.0."""
         return *ACL_VERSION, RC.OK
 
+    @parsed("acl.get_soc_name")
     def get_soc_name(self) -> str | None:
         """The SoC name of the profile (device 0's, as the real call reports)."""
         return self._profile.name
 
-    @parsed("acl.float16_to_float", "H", records=False)
+    @parsed("acl.float16_to_float")
     def float16_to_float(self, value: int, /) -> float:
         """Decode the bits of an IEEE half-precision number."""
         bits = np.array(value & 0xFFFF, dtype=np.uint16)  # "H" masks, as CPython does
         return float(bits.view(np.float16))
 
-    @parsed("acl.float_to_float16", "f", records=False)
+    @parsed("acl.float_to_float16")
     def float_to_float16(self, value: float, /) -> int:
         """Encode a number as the bits of an IEEE half-precision number."""
         with np.errstate(over="ignore"):  # too large becomes inf, as in C
             return int(np.array(value, dtype=np.float16).view(np.uint16))
 
-    @parsed("acl.app_log", "is", records=False)
+    @parsed("acl.app_log")
     def app_log(self, level: int, message: str, /) -> None:
         """Write *message* to the ``aclasync.sim.app`` logger at an ``aclLogLevel``
         (0 debug, 1 info, 2 warning, 3 error; others log as errors)."""
         _app_log.log(_LOG_LEVELS.get(level, logging.ERROR), "%s", message)
 
+    @parsed("acl.get_recent_err_msg")
     def get_recent_err_msg(self) -> str | None:
         """Describe the calling thread's most recent failed call and forget it; None if none."""
         return self._core.recent_error_message()
@@ -312,9 +313,5 @@ def create(
     return runtime
 
 
-def _record_error(runtime: Any, code: int, api: str) -> None:
-    runtime._core.record_error(code, api)
-
-
-attach_unmodelled(SimAcl, "acl", _record_error)
-attach_unmodelled(Rt, "acl.rt", _record_error)
+attach_unmodelled(SimAcl, "acl")
+attach_unmodelled(Rt, "acl.rt")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._args import argument_count_message, parsed
+from ._args import parsed
 from ._core import Core
 from ._host import host_view
 
@@ -42,7 +42,7 @@ class Util(_UtilSurface):
         self._errors: dict[int, list[str]] = {}
         self._dtypes: dict[int, np.dtype[Any]] = {}
 
-    @parsed("acl.util.bytes_to_ptr", "O", records=False)
+    @parsed("acl.util.bytes_to_ptr")
     def bytes_to_ptr(self, data: bytes, /) -> int:
         """Return the address of the buffer of *data* (a ``bytes`` object; not kept alive)."""
         if not isinstance(data, bytes):
@@ -50,7 +50,7 @@ class Util(_UtilSurface):
         address = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
         return int(address or 0)
 
-    @parsed("acl.util.ptr_to_bytes", "kk", records=False)
+    @parsed("acl.util.ptr_to_bytes")
     def ptr_to_bytes(self, ptr: int, size: int, /) -> bytes:
         """Return a copy of *size* bytes of host memory at *ptr*."""
         view = host_view(ptr, size, write=False) if size >= 0 else None
@@ -58,14 +58,14 @@ class Util(_UtilSurface):
             raise ValueError("convert c pointer to bytes failed")
         return bytes(view)
 
-    @parsed("acl.util.numpy_to_ptr", "O", records=False)
+    @parsed("acl.util.numpy_to_ptr")
     def numpy_to_ptr(self, array: np.ndarray[Any, Any], /) -> int:
         """Return the address of *array*'s data (its first element; no copy, not kept alive)."""
         if not isinstance(array, np.ndarray):
             raise ValueError("needs an ndarray as argument")
         return int(array.__array_interface__["data"][0])
 
-    @parsed("acl.util.numpy_contiguous_to_ptr", "O", records=False)
+    @parsed("acl.util.numpy_contiguous_to_ptr")
     def numpy_contiguous_to_ptr(
         self, array: np.ndarray[Any, Any], /
     ) -> tuple[int, np.ndarray[Any, Any]]:
@@ -78,7 +78,7 @@ class Util(_UtilSurface):
         contiguous = np.ascontiguousarray(array)
         return int(contiguous.__array_interface__["data"][0]), contiguous
 
-    @parsed("acl.util.ptr_to_numpy", "kOi", records=False)
+    @parsed("acl.util.ptr_to_numpy")
     def ptr_to_numpy(self, ptr: int, shape: tuple[int, ...], npy_type: int, /) -> Any:
         """Return a writable array viewing host memory at *ptr* (no copy).
 
@@ -97,18 +97,14 @@ class Util(_UtilSurface):
             raise ValueError(f"{ptr:#x} (+{count} bytes) is not writable host memory")
         return np.frombuffer(view, dtype=dtype).reshape(shape)
 
-    def start_thread(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
+    @parsed("acl.util.start_thread")
+    def start_thread(self, fn: Callable[..., Any], fn_args: Any, /) -> tuple[int, int]:
         """Start a thread calling ``fn(args_list)`` (``fn()`` if it is None): ``(thread_id, 0)``.
 
-        Exactly two positional arguments. An exception in *fn* is printed and raised again
+        Exactly two positional arguments (CPython's own ``TypeError`` otherwise: pyACL's
+        wrapper does not replace it). An exception in *fn* is printed and raised again
         as ``RuntimeError`` by ``stop_thread``.
         """
-        if kwargs:
-            raise TypeError("start_thread() takes no keyword arguments")
-        message = argument_count_message("OO", len(args))
-        if message is not None:
-            raise TypeError(message)
-        fn, fn_args = args
         if not callable(fn):
             raise TypeError("parameter must be callable")
         thread = threading.Thread(
@@ -120,7 +116,7 @@ class Util(_UtilSurface):
             self._threads[thread.ident] = thread
         return thread.ident, 0
 
-    @parsed("acl.util.stop_thread", "K", records=False)
+    @parsed("acl.util.stop_thread")
     def stop_thread(self, thread_id: int, /) -> int:
         """Join a thread from ``start_thread`` (it stops nothing: its function must return).
 

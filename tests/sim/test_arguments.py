@@ -18,8 +18,6 @@ BAD_CALLS = [
     ("rt.set_device", (None,)),
     ("rt.set_device", (1.5,)),
     ("rt.reset_device", ()),
-    ("rt.get_device", (0,)),
-    ("rt.create_stream", (0,)),
     ("rt.create_stream_with_config", (0,)),
     ("rt.create_stream_with_config", ("0", 0)),
     ("rt.destroy_stream", (None,)),
@@ -166,7 +164,7 @@ def test_random_ints_never_raise(make_rt, data):
     try:
         for path in data.draw(st.lists(st.sampled_from(sorted(INT_CALLS)), max_size=25)):
             fn = resolve(rt, path)
-            codes = fn.__pyacl_fmt__
+            codes = fn.__pyacl_fmt__ or ""  # None: the wrapper parses nothing
             assert len(codes) == INT_CALLS[path]
             strategies = [int32 if code == "i" else value for code in codes]
             args = data.draw(st.tuples(*strategies), label=path)

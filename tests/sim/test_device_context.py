@@ -229,12 +229,6 @@ def test_set_context_of_released_default_context_fails(dev0, check):
     check(dev0.rt.set_context(ctx), ErrorCode.ACL_ERROR_RT_PARAM_INVALID)
 
 
-def test_release_destroys_explicit_contexts_too(dev0, check):
-    ctx = check(dev0.rt.create_context(0))
-    check(dev0.rt.reset_device(0))
-    check(dev0.rt.set_context(ctx), ErrorCode.ACL_ERROR_RT_PARAM_INVALID)
-
-
 def test_create_context_activates_device_without_a_reference(rt, check):
     before = live_threads()
     ctx = check(rt.rt.create_context(1))

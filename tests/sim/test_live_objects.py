@@ -20,6 +20,7 @@ NOTHING = {
     "model_descs": 0,
     "datasets": 0,
     "data_buffers": 0,
+    "tensor_descs": 0,
 }
 
 

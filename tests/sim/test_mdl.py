@@ -17,7 +17,6 @@ import pytest
 from aclasync._pyacl.codes import ErrorCode
 from aclasync._pyacl.dtypes import DataType
 from aclasync.sim import Kernel
-from aclasync.sim._mdl_unsupported import UNSUPPORTED
 
 OK = 0
 INVALID_PARAM = int(ErrorCode.ACL_ERROR_INVALID_PARAM)
@@ -452,26 +451,3 @@ def test_data_buffers_and_datasets(rt: Any, check: Callable[..., Any]) -> None:
     assert rt.get_data_buffer_addr(buffer) == 0
     with pytest.raises(TypeError):
         rt.create_data_buffer("0x10", 8)
-
-
-def test_the_rest_of_acl_mdl_answers_not_supported(rt: Any) -> None:
-    for name, shape in UNSUPPORTED.items():
-        result = getattr(rt.mdl, name)(1, 2)
-        if shape is None:
-            assert result == 0, name
-        elif shape == "str":
-            assert result == "", name
-        elif shape == 0:
-            assert result == NOT_SUPPORTED, name
-        else:
-            assert result == (*([0] * int(shape)), NOT_SUPPORTED), name
-    assert "bundle_load_from_file" in dir(rt.mdl)
-    with pytest.raises(AttributeError):
-        rt.mdl.no_such_call  # noqa: B018
-
-
-def test_every_unsupported_name_is_documented() -> None:
-    text = (Path(__file__).parents[2] / "docs" / "simulator.md").read_text()
-    section = text[text.index("## Simulated models") :]
-    missing = [name for name in UNSUPPORTED if f"`{name}`" not in section]
-    assert not missing, f"not listed in docs/simulator.md: {missing}"

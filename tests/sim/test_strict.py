@@ -7,7 +7,6 @@ The table (``aclasync._pyacl.surface``), the protocol built from it
 from __future__ import annotations
 
 import inspect
-import logging
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -123,18 +122,20 @@ def test_every_protocol_member_exists_and_is_callable(
     assert missing == []
 
 
+@pytest.mark.parametrize("flavour", ["full", "strict"])
 @pytest.mark.parametrize("namespace", sorted(PROTOCOLS))
-def test_the_simulator_parses_as_the_table_says(full: Any, namespace: str) -> None:
-    # The known difference: pyACL's wrappers that parse nothing accept any arguments;
-    # the simulator's parse "" and so refuse them.
-    target = namespaces(full)[namespace]
+def test_the_simulator_parses_as_the_table_says(
+    request: pytest.FixtureRequest, flavour: str, namespace: str
+) -> None:
+    target = namespaces(request.getfixturevalue(flavour))[namespace]
     differing = []
     for function in surface.functions():
         if function.namespace != namespace or function.condition is not None:
             continue
-        fmt = getattr(getattr(target, function.name), "__pyacl_fmt__", None)
-        if fmt is not None and fmt != (function.format or ""):
-            differing.append((function.name, fmt, function.format))
+        fn = getattr(target, function.name)
+        declared = (getattr(fn, "__pyacl_api__", None), getattr(fn, "__pyacl_fmt__", "absent"))
+        if declared != (function.api, function.format):
+            differing.append((function.name, declared, function.format))
     assert differing == []
 
 
@@ -148,16 +149,16 @@ def test_the_full_simulator_keeps_its_extensions(full: aclasync.sim.SimAcl) -> N
 # -- stand-ins for what the simulator does not model ------------------------------------
 
 
-def test_an_unmodelled_function_parses_logs_and_answers_207000(
-    full: aclasync.sim.SimAcl, caplog: pytest.LogCaptureFixture
+def test_an_unmodelled_function_parses_warns_and_answers_207000(
+    full: aclasync.sim.SimAcl,
 ) -> None:
     full.rt.set_device(0)
-    with caplog.at_level(logging.WARNING, logger="aclasync.sim"):
+    with pytest.warns(aclasync.sim.UnmodelledWarning, match=r"acl\.mdl\.init_dump is not modelled"):
         assert full.mdl.init_dump() == NOT_SUPPORTED
+    with pytest.warns(aclasync.sim.UnmodelledWarning, match="acl.get_cann_attribute "):
         assert full.get_cann_attribute(0) == (0, NOT_SUPPORTED)
-        assert full.get_tensor_desc_name(0) is None  # a NULL char*: None, as in pyACL
+    with pytest.warns(aclasync.sim.UnmodelledWarning):
         assert full.get_cann_version(0) == ({}, NOT_SUPPORTED)
-    assert "acl.mdl.init_dump is not supported by the simulator" in caplog.text
     assert full.rt.peek_at_last_error(0) == NOT_SUPPORTED
     with pytest.raises(TypeError, match=r"acl\.get_cann_attribute args parse failed"):
         full.get_cann_attribute("zero")  # type: ignore[arg-type]
@@ -167,7 +168,8 @@ def test_an_unmodelled_function_parses_logs_and_answers_207000(
 
 
 def test_each_call_returns_fresh_containers(full: aclasync.sim.SimAcl) -> None:
-    first, _ = full.get_cann_version(0)
+    with pytest.warns(aclasync.sim.UnmodelledWarning):
+        first, _ = full.get_cann_version(0)
     first["changed"] = True
     assert full.get_cann_version(0) == ({}, NOT_SUPPORTED)
 

@@ -1,15 +1,19 @@
-"""The whole pyACL surface: all 182 acl.rt names, process-level calls, visible devices."""
+"""The whole pyACL surface: every name of the table, process-level calls, visible devices."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from aclasync._pyacl import surface
 from aclasync._pyacl.codes import ErrorCode
-from aclasync.sim import SimAcl, create
+from aclasync.sim import SimAcl, UnmodelledWarning, create
+from aclasync.sim._args import PASS_THROUGH
 
 NAMES_FILE = Path(__file__).with_name("pyacl_rt_names.txt")
 NAMES = [
@@ -17,62 +21,114 @@ NAMES = [
     for line in NAMES_FILE.read_text().splitlines()
     if line.strip() and not line.startswith("#")
 ]
-SIM_DOC = Path(__file__).parents[2] / "docs" / "simulator.md"
 NOT_SUPPORTED = ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+FUNCTIONS = [f for f in surface.functions() if f.condition is None]
+# acl.util's functions take real objects and threads; tests/sim/test_host_pointers.py and
+# test_callbacks.py call them. Every other function is called here with harmless values.
+CALLED = [f for f in FUNCTIONS if f.namespace != "acl.util"]
+NO_PARSE = [f for f in FUNCTIONS if f.format is None]
 
-# Harmless arguments for each PyArg_ParseTuple code.
-DUMMY = {"i": 0, "I": 0, "k": 0, "K": 0, "l": 0, "L": 0, "s": "x", "O": {}, "f": 0.0, "H": 0}
-OBJECT_ARGS = {
-    "launch_callback": [lambda _: None, None],
-    "notify_batch_reset": [[]],
-    "set_stream_attribute": [{}],
+# Harmless arguments for each PyArg_ParseTuple unit, and for the "O" units that need more.
+DUMMY: dict[str, Any] = {"s": "x", "O": {}, "f": 0.0}
+OBJECT_ARGS: dict[str, list[Any]] = {
+    "acl.rt.launch_callback": [lambda _: None, None],
+    "acl.rt.notify_batch_reset": [[]],
+    "acl.create_tensor_desc": [[]],
+    "acl.set_tensor_storage_shape": [[]],
+    "acl.set_tensor_shape": [[]],
+    "acl.set_tensor_origin_shape": [[]],
+    "acl.set_tensor_shape_range": [[]],
+    "acl.set_tensor_value_range": [[]],
+    "acl.mdl.set_input_dynamic_dims": [{"dimCount": 0, "dims": []}],
 }
 
 
-def dummy_args(name, fmt):
-    objects = list(OBJECT_ARGS.get(name, []))
-    args = []
-    for code in fmt.partition("|")[0]:
-        args.append(objects.pop(0) if code == "O" and objects else DUMMY[code])
-    return args
+def dummy_args(function: surface.PyFunction) -> list[Any]:
+    objects = list(OBJECT_ARGS.get(function.api, []))
+    units, required = surface.format_units(function.format or "")
+    return [
+        objects.pop(0) if unit == "O" and objects else DUMMY.get(unit, 0)
+        for unit in units[:required]
+    ]
 
 
-def ret_of(result):
+def ret_of(result: Any) -> Any:
     return result[-1] if isinstance(result, tuple) else result
+
+
+def namespace(runtime: Any, name: str) -> Any:
+    return runtime if name == "acl" else getattr(runtime, name.partition(".")[2])
 
 
 def test_the_names_file_lists_182():
     assert len(NAMES) == 182
     assert len(set(NAMES)) == 182
+    assert [f.name for f in FUNCTIONS if f.namespace == "acl.rt"] == NAMES
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_every_name_is_modelled_or_answers_207000(dev0, caplog, name):
-    fn = getattr(dev0.rt, name)
-    assert fn.__pyacl_api__ == f"acl.rt.{name}"
-    args = dummy_args(name, fn.__pyacl_fmt__)
-    with caplog.at_level(logging.WARNING, logger="aclasync.sim"):
-        result = fn(*args)
+@pytest.mark.parametrize("function", CALLED, ids=[f.api for f in CALLED])
+def test_every_name_is_modelled_or_answers_207000(dev0, function):
+    fn = getattr(namespace(dev0, function.namespace), function.name)
+    assert fn.__pyacl_api__ == function.api
+    assert fn.__pyacl_fmt__ == function.format
+    args = dummy_args(function)
+    has_ret = "ret" in surface.split_shape(function.returns or "")
     if getattr(fn, "__pyacl_unsupported__", False):
-        if isinstance(result, int) and name in ("create_binary", "allocator_create_desc"):
-            assert result == 0  # these return a bare handle: NULL
-        else:
+        with pytest.warns(UnmodelledWarning, match=rf"^{function.api} is not modelled"):
+            result = fn(*args)
+        if has_ret:
             assert ret_of(result) == NOT_SUPPORTED
-        assert f"acl.rt.{name} is not supported" in caplog.text
     else:
-        assert ret_of(result) != NOT_SUPPORTED, f"{name} is modelled"
-        assert "not supported" not in caplog.text
-    with pytest.raises(TypeError):
-        fn(*args, object(), object(), object(), object(), object(), object(), object(), object())
+        result = fn(*args)  # an UnmodelledWarning would fail the test (filterwarnings)
+        if has_ret:
+            assert ret_of(result) != NOT_SUPPORTED, f"{function.api} is modelled"
+    if function.format is not None:
+        units = len(surface.format_units(function.format)[0])
+        message = (
+            rf"^function takes (exactly|at most) {units} arguments? \(2\d given\)$"
+            if function.api in PASS_THROUGH  # the wrapper keeps CPython's own error
+            else rf"^{function.api} args parse failed$"
+        )
+        with pytest.raises(TypeError, match=message):
+            fn(*args, *[object()] * 20)
 
 
-def test_the_simulator_doc_tables_every_name():
-    text = SIM_DOC.read_text()
-    rt = create()
-    for name in NAMES:
-        unsupported = getattr(getattr(rt.rt, name), "__pyacl_unsupported__", False)
-        row = f"| `{name}` | {'not supported (207000)' if unsupported else 'modelled'}"
-        assert row in text, f"docs/simulator.md lacks the row for {name}"
+@pytest.mark.parametrize("function", NO_PARSE, ids=[f.api for f in NO_PARSE])
+def test_a_wrapper_that_parses_nothing_ignores_its_arguments(make_rt, function):
+    runtime = make_rt()
+    fn = getattr(namespace(runtime, function.namespace), function.name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnmodelledWarning)
+        plain = fn()
+        ignored = fn(0, "device id", None, object())
+    assert type(ignored) is type(plain)
+    if "ret" in surface.split_shape(function.returns or ""):
+        assert ret_of(ignored) == ret_of(plain)
+    with pytest.raises(TypeError, match=rf"^{function.name}\(\) takes no keyword arguments$"):
+        fn(device_id=0)
+
+
+def test_synchronize_device_takes_a_device_id_as_multi_npu_code_passes_it(dev0, check):
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(__import__("aclasync.sim").sim.Kernel(duration_us=1), stream))
+    check(dev0.rt.synchronize_device(0))
+    assert dev0.rt.stream_query(stream) == (0, 0), "the device was synchronized"
+    check(dev0.rt.destroy_stream(stream))
+
+
+def test_an_unmodelled_name_warns_once_per_runtime(make_rt):
+    first, second = make_rt(), make_rt()
+    with pytest.warns(UnmodelledWarning) as record:
+        answers = [first.rt.binary_unload(0) for _ in range(3)]
+    assert answers == [NOT_SUPPORTED] * 3
+    assert len(record) == 1
+    assert record[0].filename == __file__, "the warning points at the caller"
+    with pytest.warns(UnmodelledWarning):
+        assert second.rt.binary_unload(0) == NOT_SUPPORTED
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnmodelledWarning)
+        with pytest.raises(UnmodelledWarning):
+            make_rt().rt.binary_unload(0)
 
 
 # -- process-level calls --------------------------------------------------------------

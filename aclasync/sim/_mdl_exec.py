@@ -1,0 +1,196 @@
+"""One execution of a simulated model: what is checked when it is queued, what runs on
+the device.
+
+When ``execute``/``execute_async`` is called the datasets are checked against the model
+and the memory each tensor uses is captured (``plan``); the task then reads the inputs,
+runs the model's ``fn`` on a simulated core and writes the outputs (``body``). The
+shapes come from the model's mode: declared (static), the dataset's gear (batch, image
+size, dims) or the input dataset's tensor descriptions (dynamic shape). After a
+dynamic-shape model runs, each output buffer of the output dataset gets a fresh tensor
+description holding the output's real shape, as ACL's dynamic-shape execution does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+
+import numpy as np
+
+from .._pyacl.codes import ErrorCode
+from ._core import Core
+from ._mdl_spec import ModelSpec
+from ._mdl_state import Dataset, ModelRegistry, TensorDesc
+
+__all__ = ["Plan", "body", "plan"]
+
+_log = logging.getLogger("aclasync.sim")
+
+_INVALID_PARAM = int(ErrorCode.ACL_ERROR_INVALID_PARAM)
+_GE_PARAM_INVALID = int(ErrorCode.ACL_ERROR_GE_PARAM_INVALID)
+_MODEL_ID_INVALID = int(ErrorCode.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID)
+_GEAR_INVALID = int(ErrorCode.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID)
+_MODEL_EXECUTE = int(ErrorCode.ACL_ERROR_RT_MODEL_EXECUTE)
+_FORMAT_ND = 2
+
+
+@dataclasses.dataclass
+class Plan:
+    """One execution: the model, its tensors' shapes and the device memory they use."""
+
+    spec: ModelSpec
+    input_shapes: list[tuple[int, ...]]
+    #: The outputs' shapes; None for a dynamic-shape model (``fn`` decides them).
+    output_shapes: list[tuple[int, ...]] | None
+    inputs: list[memoryview]
+    outputs: list[memoryview]
+    output_dataset: int
+
+
+def plan(
+    core: Core, models: ModelRegistry, model_id: int, input: int, output: int
+) -> tuple[Plan | None, int]:
+    """Check the datasets against the model; capture the memory each tensor uses."""
+    with models.lock:
+        model = models.models.get(model_id)
+        ins = models.datasets.get(input)
+        outs = models.datasets.get(output)
+        if model is None:
+            return None, _MODEL_ID_INVALID
+        if ins is None or outs is None:
+            return None, _INVALID_PARAM
+        spec = model.spec
+        if len(ins.buffers) != len(spec.all_inputs()) or len(outs.buffers) != len(spec.outputs):
+            return None, _GE_PARAM_INVALID
+        out_shapes: list[tuple[int, ...]] | None = None
+        if spec.dynamic:
+            if ins.gear is None or ins.gear not in spec.gears:
+                return None, _GEAR_INVALID
+            in_shapes = spec.input_shapes(ins.gear)
+            out_shapes = [spec.output_shape(i, ins.gear) for i in range(len(spec.outputs))]
+        elif spec.mode == "shape":
+            described = _described_shapes(models, spec, ins)
+            if described is None:
+                return None, _INVALID_PARAM
+            in_shapes = described
+        else:
+            in_shapes = [t.shape for t in spec.inputs]
+            out_shapes = [t.shape for t in spec.outputs]
+        exact = spec.mode == "static"
+        in_sizes = [t.nbytes(s) for t, s in zip(spec.inputs, in_shapes, strict=True)]
+        in_views = _views(core, models, ins, in_sizes, exact=exact)
+        out_sizes = (
+            [t.nbytes(s) for t, s in zip(spec.outputs, out_shapes, strict=True)]
+            if out_shapes is not None
+            else None
+        )
+        out_views = _views(core, models, outs, out_sizes, exact=False)
+    if in_views is None or out_views is None:
+        return None, _GE_PARAM_INVALID
+    return Plan(spec, in_shapes, out_shapes, in_views, out_views, output), 0
+
+
+def body(plan: Plan, models: ModelRegistry, fail: Callable[[int], None]) -> Callable[[], None]:
+    """The device-side work of one execution: read inputs, run ``fn``, write outputs."""
+    spec = plan.spec
+
+    def run() -> None:
+        try:
+            arrays = [
+                np.frombuffer(view, dtype=t.dtype, count=int(np.prod(shape))).reshape(shape).copy()
+                for t, view, shape in zip(spec.inputs, plan.inputs, plan.input_shapes, strict=False)
+            ]
+            results = spec.fn(*arrays)
+            if isinstance(results, np.ndarray) or not isinstance(results, (tuple, list)):
+                results = (results,)
+            if len(results) != len(spec.outputs):
+                raise ValueError(
+                    f"fn returned {len(results)} outputs, the model declares {len(spec.outputs)}"
+                )
+            written = []
+            for index, (tensor, view, result) in enumerate(
+                zip(spec.outputs, plan.outputs, results, strict=True)
+            ):
+                value = np.asarray(result)
+                if plan.output_shapes is not None:
+                    expected = plan.output_shapes[index]
+                    if value.shape != expected:
+                        raise ValueError(
+                            f"output {tensor.name!r}: shape {value.shape}, declared {expected}"
+                        )
+                elif not tensor.fits(value.shape):
+                    raise ValueError(f"output {tensor.name!r}: shape {value.shape} not allowed")
+                value = value.astype(tensor.dtype, casting="same_kind", copy=False)
+                if value.nbytes > len(view):
+                    raise ValueError(
+                        f"output {tensor.name!r}: {value.nbytes} bytes, the buffer has {len(view)}"
+                    )
+                np.frombuffer(view, dtype=tensor.dtype, count=value.size)[:] = value.reshape(-1)
+                written.append((int(tensor.data_type), list(value.shape)))
+            if plan.output_shapes is None:
+                _describe_outputs(models, plan.output_dataset, written)
+        except Exception:
+            _log.exception("simulated model body failed")
+            fail(_MODEL_EXECUTE)
+
+    return run
+
+
+def _described_shapes(
+    models: ModelRegistry, spec: ModelSpec, dataset: Dataset
+) -> list[tuple[int, ...]] | None:
+    """A dynamic-shape model's input shapes, from the input dataset's tensor descriptions."""
+    shapes = []
+    for index, tensor in enumerate(spec.inputs):
+        desc = models.tensor_descs.get(dataset.descs[index])
+        if desc is None:
+            if -1 in tensor.shape:
+                return None  # ACL: the input's shape is out of its range
+            shapes.append(tensor.shape)
+            continue
+        shape = tuple(desc.dims)
+        if not tensor.fits(shape):
+            return None
+        shapes.append(shape)
+    return shapes
+
+
+def _views(
+    core: Core,
+    models: ModelRegistry,
+    dataset: Dataset,
+    sizes: list[int] | None,
+    *,
+    exact: bool,
+) -> list[memoryview] | None:
+    """Device views of the dataset's buffers (``sizes`` bytes each, or whole buffers)."""
+    views = []
+    handles = dataset.buffers if sizes is None else dataset.buffers[: len(sizes)]
+    for position, handle in enumerate(handles):
+        buffer = models.buffers.get(handle)
+        if buffer is None:
+            return None
+        need = buffer.size if sizes is None else sizes[position]
+        if buffer.size < need or (exact and buffer.size != need):
+            return None
+        region = core.device_region(buffer.addr)
+        view = None if region is None else region.view(buffer.addr, need)
+        if view is None:
+            return None
+        views.append(view)
+    return views
+
+
+def _describe_outputs(
+    models: ModelRegistry, dataset: int, written: list[tuple[int, list[int]]]
+) -> None:
+    with models.lock:
+        found = models.datasets.get(dataset)
+        if found is None:  # destroyed while the execution was queued
+            return
+        for index, (data_type, shape) in enumerate(written):
+            if index < len(found.descs):
+                desc = TensorDesc(data_type, shape, _FORMAT_ND)
+                desc.owner = dataset
+                models.set_blob_desc(found, index, desc)
