@@ -30,8 +30,27 @@ __all__ = ["EventRecord", "Lane", "Life", "Loan", "Watch"]
 #: A point purges abandoned waiters once it holds this many (then twice the survivors).
 _PURGE_FLOOR = 16
 
-Life = enum.Enum("Life", "OPEN STOPPED CLOSED FORCED")
-Loan = enum.Enum("Loan", "FREE EVENT STREAM HELD BACK POLLED")
+# Members are singletons compared by identity: they hash as objects (in C), not by name
+# in Python, since every move looks its state up (twice per request).
+
+
+class Life(enum.Enum):
+    __hash__ = object.__hash__
+    OPEN = 1
+    STOPPED = 2
+    CLOSED = 3
+    FORCED = 4
+
+
+class Loan(enum.Enum):
+    __hash__ = object.__hash__
+    FREE = 1
+    EVENT = 2
+    STREAM = 3
+    HELD = 4
+    BACK = 5
+    POLLED = 6
+
 
 _MOVES: dict[enum.Enum, frozenset[enum.Enum]] = {
     Life.OPEN: frozenset({Life.STOPPED, Life.CLOSED, Life.FORCED}),
@@ -67,9 +86,10 @@ class Watch:
     event task on the stream. ``launches``: the stream's calls queued at a fence.
     """
 
-    __slots__ = ("_limit", "event", "fence", "launches", "seq", "waiters")
+    __slots__ = ("_limit", "event", "fence", "launches", "seq", "since", "waiters")
 
     def __init__(self, event: int, seq: int, *, fence: bool, launches: int) -> None:
+        self.since = 0.0  # when a fence was set (monotonic seconds)
         self.event = event
         self.seq = seq
         self.fence = fence
@@ -103,6 +123,7 @@ class Lane:
         "loan",
         "open_fence",
         "overflow_buffer",
+        "quick",
         "records",
         "settled_at",
         "submitted",
@@ -129,6 +150,8 @@ class Lane:
         self.idle_at: tuple[int, int] | None = None
         #: The fence at the stream's tail, without an event until work comes behind it.
         self.open_fence: Watch | None = None
+        #: Its last sync ended within a slice: the worker may wait for the next itself.
+        self.quick = True
         #: Calls submitted, and ``(submitted, device calls)`` at the last successful sync.
         self.submitted = 0
         self.settled_at: tuple[int, int] | None = None

@@ -35,6 +35,13 @@ class WorkerOptions:
         shorter than a thread wake-up does not pay one. A job submitted meanwhile
         (another stream's launch, say) waits for the slice to end. With False,
         every wait goes to the waiting thread.
+    inline_default_sync:
+        The same for a default-mode stream whose last sync ended within one
+        ``wait_slice_ms`` slice: the worker waits for it itself for one slice, then
+        lends the wait to the waiting thread (and lends that stream's waits at once
+        until one ends within a slice again). A launch-then-sync request on a short
+        kernel then costs what a thread that launches and syncs itself pays, while a
+        long wait still costs no CPU. With False, such waits go to the waiting thread.
     cpu:
         Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
         thread that opens the device (the event loop's) and the worker to the CPU that
@@ -48,6 +55,7 @@ class WorkerOptions:
     busy_window_ms: float = 50.0
     fast_sync_poll_us: float = 20.0
     inline_fast_sync: bool = True
+    inline_default_sync: bool = True
     cpu: int | Literal["loop"] | None = None
     waiting_thread: dataclasses.InitVar[object] = _GONE
 
@@ -66,8 +74,9 @@ class WorkerOptions:
         for name in ("busy_poll_us", "fast_sync_poll_us"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not isinstance(self.inline_fast_sync, bool):
-            raise TypeError("inline_fast_sync must be a bool")
+        for name in ("inline_fast_sync", "inline_default_sync"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool")
         if not self.busy_window_ms >= 0:
             raise ValueError(f"busy_window_ms must be >= 0, got {self.busy_window_ms!r}")
         if self.cpu == "loop":

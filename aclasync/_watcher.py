@@ -15,6 +15,7 @@ streams waited for, each lane's ``watches``, the resolved waiters) and each lane
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,9 @@ class Watcher:
         self._asked: set[Lane] = set()  # found busy by a fence this round: not asked again
         self._context = 0
         self._thread: WaitingThread | None = None
+        self._thread_busy = False  # the waiting thread holds a loan
+        self._offered: Lent | None = None  # chosen for the waiting thread, not yet taken
+        self._slice_s = options.wait_slice_ms / 1e3
 
     def start(self, context: int) -> None:
         """The device's context is set: lend waits from now on."""
@@ -117,6 +121,7 @@ class Watcher:
                 return
             self._asked.add(lane)
         fence = lane.open_fence = Watch(0, lane.next_seq(), fence=True, launches=lane.launches)
+        fence.since = time.monotonic()
         lane.watches.append(fence)
         self._points.park(lane, fence, waiter)
 
@@ -170,10 +175,11 @@ class Watcher:
             return inline, self._points.out.take()
 
     def _inline_loan(self) -> Lent | None:
-        """The tail of a FAST_SYNC stream, when it is all the device waits for: the
-        worker, running right now, waits for it itself, as a program that launches and
-        syncs on one thread does, where waking the waiting thread would put a thread
-        wake-up (tens of us) between a short kernel's end and its waiter."""
+        """The tail of a stream, when it is all the device waits for (FAST_SYNC, or
+        default with short waits): the worker, running right now, waits for it itself,
+        as a program that launches and syncs on one thread does, where waking the
+        waiting thread would put a thread wake-up between a short kernel's end and its
+        waiter."""
         waiting = self._points.waiting
         if len(waiting) != 1:
             return None
@@ -187,20 +193,26 @@ class Watcher:
         return Lent(lane, head, by_stream=True)
 
     def _may_wait_inline(self, lane: Lane) -> bool:
-        return (
-            lane.fast_sync
-            and self._options.inline_fast_sync
-            and lane.loan not in (Loan.HELD, Loan.BACK, Loan.POLLED)
-        )
+        options = self._options
+        if lane.fast_sync:
+            inline = options.inline_fast_sync
+        else:  # a default stream: while its waits are short (see ``wait_inline``)
+            inline = options.inline_default_sync and lane.quick
+        return inline and lane.loan not in (Loan.HELD, Loan.BACK, Loan.POLLED)
 
     def wait_inline(self, lent: Lent, interrupted: Callable[[], bool]) -> None:
         """Wait in the stream's sync (GIL released), ``wait_slice_ms`` at a time, until
         it returns or ``interrupted()`` (a job came: it waits at most one slice, and
-        the next round lends the wait if it is still pending)."""
+        the next round lends the wait if it is still pending). A default stream's wait
+        gets one slice: a slice's wake-up costs CPU that a passive wait does not, so a
+        longer wait goes to the waiting thread, as that stream's next waits will."""
         sync = self._rt.synchronize_stream_with_timeout
-        handle, slice_ms = lent.lane.handle, self._options.wait_slice_ms
-        while is_timeout(ret := sync(handle, slice_ms)) and not interrupted():
-            pass
+        lane, slice_ms = lent.lane, self._options.wait_slice_ms
+        if lane.fast_sync:
+            while is_timeout(ret := sync(lane.handle, slice_ms)) and not interrupted():
+                pass
+        elif is_timeout(ret := sync(lane.handle, slice_ms)):
+            lane.quick = False
         with self.lock:
             self.returned(lent, ret)
             ready = self._points.out.take()
@@ -235,15 +247,28 @@ class Watcher:
     # -- lending to the waiting thread --------------------------------------------------
 
     def _lend(self) -> None:
+        """Lend the oldest point to the waiting thread now, if it has none: the stream
+        counts as lent at once, so the worker does not poll it meanwhile."""
         if self._context:
             if self._thread is None:
                 self._thread = WaitingThread(self._rt, self._device_id, self._context, self)
+            if not self._thread_busy and self._offered is None:
+                self._offered = self._choose()
             self._thread.poke()
 
     def pick(self) -> Lent | None:
-        """Lend the oldest stream's head point (waiting thread, lock held): an open
-        fence (the stream's tail) as a stream sync, so that the runtime waits in the
-        stream's own mode and returns its failure; anything else by its event."""
+        """The next point for the waiting thread (lock held): the one ``_lend`` chose for
+        it, or the oldest stream's head point."""
+        lent, self._offered = self._offered, None
+        if lent is None:
+            lent = self._choose()
+        self._thread_busy = lent is not None
+        return lent
+
+    def _choose(self) -> Lent | None:
+        """Lend the oldest stream's head point: an open fence (the stream's tail) as a
+        stream sync, so that the runtime waits in the stream's own mode and returns its
+        failure; anything else by its event."""
         for lane in self._points.waiting.values():
             if lane.loan is Loan.FREE and lane.watches:
                 head = lane.watches[0]
@@ -267,6 +292,8 @@ class Watcher:
             if ret:
                 self._take_sync_status(lane, ret)
             lane.collected = lent.point.launches
+            if not lane.quick:  # short again? then the worker may wait for the next itself
+                lane.quick = time.monotonic() - lent.point.since < self._slice_s
             if self._points.reached_tail(lane, lent.point):
                 return  # the common case, kept short: the CPU is cold here
         self._points.sweep_lane(lane)

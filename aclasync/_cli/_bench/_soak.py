@@ -209,11 +209,11 @@ async def _soak(seconds: float, loop: str) -> dict[str, Any]:
                 devices.append(await aclasync.open_device(i, backend=acl))
             models, pools = [], []
             for dev in devices:
-                # A device starts its waiting thread at its first wait for unfinished
-                # work: start them all now, so that the thread count compares like with
-                # like.
+                # A device starts its waiting thread at its first wait the worker does
+                # not take itself (a wait longer than a slice): start them all now, so
+                # that the thread count compares like with like.
                 async with dev.create_stream() as warm:
-                    warm.launch(acl.sim.launch_kernel, Kernel(duration_us=1000))
+                    warm.launch(acl.sim.launch_kernel, Kernel(duration_us=5000))
                     await warm.synchronize()
                 models.append(await dev.load_model(path))
                 pools.append(await dev.stream_pool(2))
