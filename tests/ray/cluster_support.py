@@ -47,9 +47,12 @@ def free_port() -> int:
 
 
 def simulated_npu_env(
-    *, npus: int, soc: str, visible: str | None = None, noset: bool = False
+    *, npus: int, soc: str, visible: str | None = None, noset: bool = False, strict: bool = False
 ) -> dict[str, str]:
-    """The environment of a process whose ``import acl`` is the simulator, *npus* cards."""
+    """The environment of a process whose ``import acl`` is the simulator, *npus* cards.
+
+    *strict*: the simulator exposes pyACL's surface only (``ACLASYNC_SIM_STRICT=1``).
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([aclasync.sim.acl_module_path(), *sys.path])
     env[DEVICE_COUNT_ENV] = str(npus)
@@ -57,6 +60,7 @@ def simulated_npu_env(
     env.pop("ASCEND_RT_VISIBLE_DEVICES", None)
     env.pop("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES", None)
     env.pop("ACLASYNC_BACKEND", None)
+    env["ACLASYNC_SIM_STRICT"] = "1" if strict else "0"
     if visible is not None:
         env["ASCEND_RT_VISIBLE_DEVICES"] = visible
     if noset:
@@ -145,7 +149,7 @@ class Cluster:
 
 @contextlib.contextmanager
 def detected_cluster(
-    *, npus: int, soc: str, visible: str | None = None, noset: bool = False
+    *, npus: int, soc: str, visible: str | None = None, noset: bool = False, strict: bool = False
 ) -> Iterator[Cluster]:
     """Start a cluster on simulated NPUs that Ray detects; connect to it; tear it down.
 
@@ -155,7 +159,7 @@ def detected_cluster(
     """
     # Short: Ray's socket paths under it must stay below 108 bytes.
     temp_dir = Path(tempfile.mkdtemp(prefix="aclray"))
-    env = simulated_npu_env(npus=npus, soc=soc, visible=visible, noset=noset)
+    env = simulated_npu_env(npus=npus, soc=soc, visible=visible, noset=noset, strict=strict)
     port = free_port()
     command = [
         str(Path(sys.executable).with_name("ray")),

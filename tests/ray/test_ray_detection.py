@@ -4,7 +4,8 @@ of Ray's modes.
 The cluster is ``ray start --head`` with ``aclasync.sim.acl_module_path()`` on
 ``PYTHONPATH`` and no ``--resources``: Ray's own NPU detection (``import acl``,
 ``acl.rt.get_device_count()``, ``acl.get_soc_name()``) finds the simulated cards, and
-aclasync inside each actor takes that ``acl`` for the native backend.
+aclasync inside each actor takes that ``acl`` (strict: pyACL's surface only) for the
+native backend.
 
 - default: Ray sets ``ASCEND_RT_VISIBLE_DEVICES`` to the actor's NPUs, which it sees as
   devices 0..n-1.
@@ -41,7 +42,7 @@ def mode(request: pytest.FixtureRequest) -> Iterator[str]:
     name: str = request.param
     settings = MODES[name]
     with detected_cluster(
-        npus=CARDS, soc=SOC, visible=settings["visible"], noset=settings["noset"]
+        npus=CARDS, soc=SOC, visible=settings["visible"], noset=settings["noset"], strict=True
     ):
         yield name
 
