@@ -142,10 +142,7 @@ class TenantModel:
     """A tenant's model as ``@serve.multiplexed`` holds it; Serve calls ``__del__`` on eviction.
 
     Serve evicts without knowing which batches still use the model, so a batch takes it
-    with ``async with held.use() as model`` and the close waits for those batches. Serve
-    runs a plain ``__del__`` in a thread of its executor and waits for it: this one hands
-    the close to the replica's event loop and waits there too. Python calls ``__del__``
-    again when the object goes; by then it is closed and returns at once.
+    with ``async with held.use() as model`` and the close waits for those batches.
     """
 
     def __init__(self, model: aclasync.Model, on_close: Callable[[], None]) -> None:
@@ -178,14 +175,20 @@ class TenantModel:
             self._on_close()
 
     def __del__(self) -> None:
-        if self._closed or self._loop.is_closed():
+        # Serve runs a plain __del__ in a thread of its executor and waits for it: hand
+        # the close to the replica's event loop and wait too. Python calls __del__ again
+        # when the object goes, on any thread: closed by then, it returns at once.
+        if self._closed or self._loop.is_closed() or _on_an_event_loop():
             return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # a thread of Serve's executor: wait for the close
-            asyncio.run_coroutine_threadsafe(self.close(), self._loop).result()
-        else:  # on the loop itself, as the last reference went: it cannot wait here
-            self._loop.create_task(self.close())
+        asyncio.run_coroutine_threadsafe(self.close(), self._loop).result()
+
+
+def _on_an_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 @serve.deployment(
@@ -240,9 +243,15 @@ class Classifier(NpuActor):
                 (result,) = await model.run(stream, batch)
             finally:
                 self.in_flight -= 1
-        facts = {"replica": self.replica, "pid": os.getpid(), "npu": self.npu}
-        facts |= {"batch": len(rows), "in_flight": in_flight}
-        facts |= {"loads": self.loads, "closes": self.closes}
+        facts = {
+            "replica": self.replica,
+            "pid": os.getpid(),
+            "npu": self.npu,
+            "batch": len(rows),
+            "in_flight": in_flight,
+            "loads": self.loads,  # tenant models loaded and closed so far
+            "closes": self.closes,
+        }
         return [{"scores": result[i].tolist(), **facts} for i in range(len(rows))]
 
     @serve.multiplexed(max_num_models_per_replica=MODELS_PER_REPLICA)
