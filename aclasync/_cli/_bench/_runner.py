@@ -59,7 +59,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark("serve", "an ASGI service: aclasync vs naive to_thread handler", _serve.run),
         Benchmark(
             "serve-ray",
-            "Ray Serve on an NPU: k batches awaited vs 1 vs to_thread",
+            "Ray Serve on an NPU: k batches awaited vs 1 vs to_thread (not in --quick)",
             _ray_serve.run,
             quick=False,
         ),
