@@ -258,7 +258,7 @@ def _check_mark(block: Block) -> None:
 
 
 def _extras_installed(command: str) -> set[str]:
-    found = re.search(r"\.\[([a-z,]+)\]", command)
+    found = re.search(r"\.\[([a-z,-]+)\]", command)
     return set(found.group(1).split(",")) if found else set()
 
 

@@ -272,7 +272,7 @@ class Model(AsyncResource):
         """Allocate a buffer set, its datasets and its stream; shielded."""
         device = self._device
         with anyio.CancelScope(shield=True):
-            slot = _Slot(next(self._keys))
+            slot = _Slot(self._id, next(self._keys))
             self._slots.append(slot)
             slot.stream = await device._create_private_stream(flags)
             for tensor in self._inputs:
@@ -433,9 +433,9 @@ class _Slot:
         "stream",
     )
 
-    def __init__(self, number: int) -> None:
-        #: What the worker keeps the datasets as.
-        self.key = ("model buffer set", number)
+    def __init__(self, model_id: int, number: int) -> None:
+        #: What the worker keeps the datasets as: unique among the device's loaded models.
+        self.key = ("model buffer set", model_id, number)
         self.stream: Stream | None = None
         self.dev_in: list[DeviceBuffer] = []
         self.host_in: list[HostBuffer] = []

@@ -8,6 +8,14 @@ so that inside the actor the NPU is logical device 0 (CANN, and aclasync's simul
 number the visible devices from 0). Async actors run their methods on an asyncio loop,
 which is where ``await stream.synchronize()`` belongs.
 
+With ``RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1`` in the cluster's environment
+Ray leaves the variable alone: the actor sees every NPU its node sees, and the one Ray
+assigned it is named only by ``ray.get_runtime_context().get_accelerator_ids()["NPU"]``,
+as a physical id. :meth:`NpuActor.device` opens the assigned NPU in both modes: it takes
+Ray's physical id and finds its logical number in the process's visible list (its
+position in ``ASCEND_RT_VISIBLE_DEVICES``, or the id itself when the variable is unset).
+:func:`assigned_npus` and :func:`logical_device` do the same for code of your own.
+
 .. code-block:: python
 
     import ray
@@ -63,17 +71,22 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 quiet_npu_detection()
 
 __all__ = [
+    "NOSET_VISIBLE_DEVICES_ENV",
     "VISIBLE_DEVICES_ENV",
     "ActorInfo",
     "ActorLostError",
     "Completed",
     "NpuActor",
+    "assigned_npus",
     "dispatch",
+    "logical_device",
     "visible_devices",
 ]
 
 #: The variable through which Ray (and CANN) tell a process which NPUs it may use.
 VISIBLE_DEVICES_ENV = "ASCEND_RT_VISIBLE_DEVICES"
+#: Set to ``1`` where Ray starts workers, it stops Ray from setting ``VISIBLE_DEVICES_ENV``.
+NOSET_VISIBLE_DEVICES_ENV = "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"
 
 
 def visible_devices() -> tuple[int, ...] | None:
@@ -99,6 +112,42 @@ def visible_devices() -> tuple[int, ...] | None:
         ) from None
 
 
+def assigned_npus() -> tuple[int, ...]:
+    """Return the physical ids of the NPUs Ray assigned to this worker, in order.
+
+    From ``ray.get_runtime_context().get_accelerator_ids()["NPU"]``, which names physical
+    NPUs whether or not Ray set ``ASCEND_RT_VISIBLE_DEVICES``. Empty outside a Ray worker
+    (``ray.is_initialized()`` false) and for a worker that asked for no NPU.
+    """
+    if not ray.is_initialized():
+        return ()
+    ids = ray.get_runtime_context().get_accelerator_ids().get("NPU", [])
+    return tuple(sorted(int(npu) for npu in ids))
+
+
+def logical_device(physical: int) -> int:
+    """Return the logical device id under which this process sees physical NPU *physical*.
+
+    Its position in ``ASCEND_RT_VISIBLE_DEVICES`` when the variable is set (as CANN
+    numbers the visible devices), else *physical* itself.
+
+    Raises
+    ------
+    ValueError
+        If the variable is set and does not list *physical*.
+    """
+    visible = visible_devices()
+    if visible is None:
+        return physical
+    try:
+        return visible.index(physical)
+    except ValueError:
+        raise ValueError(
+            f"NPU {physical} is not visible here: {VISIBLE_DEVICES_ENV}="
+            f"{os.environ.get(VISIBLE_DEVICES_ENV)!r}"
+        ) from None
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ActorInfo:
     """What an :class:`NpuActor` reports about itself (picklable, for the driver).
@@ -109,6 +158,8 @@ class ActorInfo:
         The actor's process id.
     visible_devices:
         ``ASCEND_RT_VISIBLE_DEVICES`` as parsed by :func:`visible_devices`.
+    ray_npus:
+        The physical NPUs Ray assigned to the actor (:func:`assigned_npus`).
     device_id:
         The logical device the actor opened.
     physical_device:
@@ -122,6 +173,7 @@ class ActorInfo:
 
     pid: int
     visible_devices: tuple[int, ...] | None
+    ray_npus: tuple[int, ...]
     device_id: int
     physical_device: int
     device_count: int
@@ -133,15 +185,19 @@ class NpuActor:
     """Base class for an async Ray actor that owns one NPU.
 
     Subclass it and decorate the subclass with ``@ray.remote(resources={"NPU": 1})``.
-    The device (logical *device_id*, 0 by default: the NPU Ray assigned) is opened on
-    the first ``await self.device()`` and closed by :meth:`close`, or when the actor
-    exits gracefully (Ray calls ``__ray_shutdown__``). A killed actor's process is gone
-    with its device; nothing of it outlives the process.
+    The device (the NPU Ray assigned) is opened on the first ``await self.device()`` and
+    closed by :meth:`close`, or when the actor exits gracefully (Ray calls
+    ``__ray_shutdown__``). A killed actor's process is gone with its device; nothing of
+    it outlives the process. A Ray Serve deployment can subclass it too (Serve calls
+    the deployment's ``__del__`` at shutdown, which can await :meth:`close`).
 
     Parameters
     ----------
     device_id:
-        The logical device to open inside the actor.
+        Which of the NPUs Ray assigned to the actor to open: 0 is the first (by
+        physical id). Its logical id is found as :func:`logical_device` does, so the
+        right NPU opens whether or not Ray set ``ASCEND_RT_VISIBLE_DEVICES``. In a
+        process Ray assigned no NPU (or outside Ray), *device_id* is the logical device.
     backend:
         As ``aclasync.open_device(backend=...)``: ``"sim"``, ``"native"``, or ``None``
         for ``$ACLASYNC_BACKEND``, then native. Each actor process has its own
@@ -162,6 +218,8 @@ class NpuActor:
                 "NpuActor(backend=...) takes 'sim', 'native' or None: a backend object "
                 "cannot be shipped to an actor process"
             )
+        if isinstance(device_id, bool) or not isinstance(device_id, int) or device_id < 0:
+            raise ValueError(f"device_id must be an int >= 0, got {device_id!r}")
         self._device_id = device_id
         self._backend = backend
         self._options = options
@@ -183,6 +241,9 @@ class NpuActor:
         ------
         anyio.ClosedResourceError
             After :meth:`close`.
+        ValueError
+            If Ray assigned the actor fewer NPUs than ``device_id + 1``, or one the
+            process cannot see.
         """
         if self._device is not None:
             await anyio.lowlevel.checkpoint()
@@ -197,11 +258,22 @@ class NpuActor:
                     raise anyio.ClosedResourceError("this actor's device was closed")
                 stack = contextlib.AsyncExitStack()
                 device = await stack.enter_async_context(
-                    open_device(self._device_id, backend=self._backend, options=self._options)
+                    open_device(self._logical_id(), backend=self._backend, options=self._options)
                 )
                 self._exit_stack, self._device = stack, device
                 self._loop = asyncio.get_running_loop()
         return self._device
+
+    def _logical_id(self) -> int:
+        npus = assigned_npus()
+        if not npus:
+            return self._device_id
+        if self._device_id >= len(npus):
+            raise ValueError(
+                f"device_id={self._device_id}, but Ray assigned this actor "
+                f"{len(npus)} NPU(s): {list(npus)}"
+            )
+        return logical_device(npus[self._device_id])
 
     async def describe(self) -> ActorInfo:
         """Open the device if needed and say which NPU this actor holds."""
@@ -215,6 +287,7 @@ class NpuActor:
         return ActorInfo(
             pid=os.getpid(),
             visible_devices=visible,
+            ray_npus=assigned_npus(),
             device_id=dev.id,
             physical_device=int(physical),
             device_count=int(count),

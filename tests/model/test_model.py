@@ -52,6 +52,22 @@ async def test_run_returns_the_outputs_and_pools_buffers(rt: Any, model_path: st
             assert rt.sim.model_objects() == NO_OBJECTS
 
 
+async def test_models_on_one_device_keep_their_own_buffers(rt: Any, model_path: str) -> None:
+    # Two models loaded on one device each pool buffer sets; closing one (as a server
+    # evicting a model does) must leave the other's datasets alone.
+    x, bias = inputs(2)
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as stream:
+            async with dev.load_model(model_path) as kept:
+                first = await dev.load_model(model_path)
+                assert_outputs(await first.run(stream, x, bias), x, bias)
+                assert_outputs(await kept.run(stream, x, bias), x, bias)
+                await first.aclose()
+                assert rt.sim.model_objects()["datasets"] == 2  # kept's set, both datasets
+                assert_outputs(await kept.run(stream, x, bias), x, bias)
+            assert rt.sim.model_objects() == NO_OBJECTS
+
+
 async def test_arguments_are_checked_before_anything_is_queued(rt: Any, model_path: str) -> None:
     backend = RecordingAcl(rt)
     x, bias = inputs(1)

@@ -3,30 +3,42 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import ray
-from ray_support import ray_processes, ray_processes_left
+from cluster_support import ProcessTree
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    """Start a cluster for the module; at the end, check none of its processes is left."""
-    before = ray_processes()
-    ray.init(
-        num_cpus=2,
-        resources={"NPU": 4},
-        include_dashboard=False,
-        configure_logging=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}},
-    )
+    """Start a cluster for the module; at the end, check none of its processes is left.
+
+    Its session directory (Ray's logs) lives in a temporary directory of its own (short:
+    Ray's socket paths live below it), removed at the end.
+    """
+    temp_dir = Path(tempfile.mkdtemp(prefix="aclray"))
     try:
-        yield
+        with ProcessTree(os.getpid()) as tree:
+            ray.init(
+                num_cpus=2,
+                resources={"NPU": 4},
+                include_dashboard=False,
+                configure_logging=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}},
+                _temp_dir=str(temp_dir),
+            )
+            try:
+                yield
+            finally:
+                ray.shutdown()
+            # Every process the cluster started is gone.
+            left = tree.left()
+        assert not left, f"Ray processes left behind: {sorted(left)}"
     finally:
-        ray.shutdown()
-    # Every process the cluster started is gone.
-    left = ray_processes_left(before)
-    assert not left, f"Ray processes left behind: {sorted(left)}"
+        shutil.rmtree(temp_dir, ignore_errors=True)

@@ -1,11 +1,9 @@
-"""Actor classes for the Ray tests (importable, so Ray can ship them) and a process census."""
+"""Actor classes for the Ray tests (importable, so Ray can ship them)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
-import time
 
 import numpy as np
 import ray
@@ -59,26 +57,3 @@ class Squarer(NpuActor):
 
     async def device_is_open(self) -> bool:
         return self._device is not None and not self._device.closed
-
-
-def ray_processes() -> set[int]:
-    """Pids of Ray's own processes (raylet, GCS, workers) on this machine."""
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    pids = set()
-    for line in out.splitlines():
-        pid, _, args = line.strip().partition(" ")
-        if any(mark in args for mark in ("raylet", "gcs_server", "ray::", "default_worker.py")):
-            pids.add(int(pid))
-    return pids - {os.getpid()}
-
-
-def ray_processes_left(before: set[int], timeout: float = 30.0) -> set[int]:
-    """Ray processes started since *before* that are still alive after up to *timeout* s.
-
-    Ray's daemons exit a moment after ``ray.shutdown()`` (or after the driver's own
-    exit) returns, so this polls until they are gone or the time is up.
-    """
-    deadline = time.monotonic() + timeout
-    while (left := ray_processes() - before) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left

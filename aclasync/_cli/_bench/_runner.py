@@ -19,6 +19,7 @@ from . import (
     _overhead,
     _pipeline,
     _ray,
+    _ray_serve,
     _request,
     _scale,
     _serve,
@@ -34,11 +35,15 @@ __all__ = ["BENCHMARKS", "Benchmark", "run", "stderr_progress"]
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-    """A registered benchmark: its name, a one-line summary and its entry point."""
+    """A registered benchmark: its name, a one-line summary and its entry point.
+
+    ``quick=False``: ``bench --quick`` without names leaves it out (name it to run it).
+    """
 
     name: str
     summary: str
     fn: Callable[[BenchConfig], dict[str, Any]]
+    quick: bool = True
 
 
 #: Every benchmark, in the order a full run takes them.
@@ -56,6 +61,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         Benchmark("model", "Model.run requests vs blocking execute in to_thread", _model.run),
         Benchmark("ray", "items/s on 1, 2 and 4 Ray NPU actors vs one device", _ray.run),
         Benchmark("serve", "an ASGI service: aclasync vs naive to_thread handler", _serve.run),
+        Benchmark(
+            "serve-ray",
+            "Ray Serve on an NPU: k batches awaited vs 1 vs to_thread (not in --quick)",
+            _ray_serve.run,
+            quick=False,
+        ),
         Benchmark("soak", "mixed load on 4 devices: RSS, threads, stalls, errors", _soak.run),
     )
 }
@@ -86,7 +97,7 @@ def run(
     ----------
     names:
         Benchmarks from ``BENCHMARKS``, in the order to run them; ``None`` or empty
-        runs them all.
+        runs them all (with *quick*, all but those registered ``quick=False``).
     quick:
         Small sizes: the whole suite on all loops takes about a minute and a half.
     loops:
@@ -110,7 +121,7 @@ def run(
         ``benchmarks`` (name to result: ``title``, ``columns``, ``rows``, ``checks``,
         ``notes``, ``params``, ``seconds``) and ``skipped`` (name to reason).
     """
-    selected = _select_benchmarks(names)
+    selected = _select_benchmarks(names, quick)
     wanted, unavailable = _select_loops(loops)
     if plot_path is not None and importlib.util.find_spec("matplotlib") is None:
         raise RuntimeError("--plot needs matplotlib: pip install matplotlib (or 'aclasync[plot]')")
@@ -162,7 +173,7 @@ def run(
     return results
 
 
-def _select_benchmarks(names: Iterable[str] | None) -> tuple[str, ...]:
+def _select_benchmarks(names: Iterable[str] | None, quick: bool) -> tuple[str, ...]:
     if isinstance(names, str):
         names = [names]
     chosen = list(dict.fromkeys(names or ()))
@@ -171,7 +182,7 @@ def _select_benchmarks(names: Iterable[str] | None) -> tuple[str, ...]:
         raise ValueError(
             f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}"
         )
-    return tuple(chosen) or tuple(BENCHMARKS)
+    return tuple(chosen) or tuple(name for name, b in BENCHMARKS.items() if b.quick or not quick)
 
 
 def _select_loops(loops: Iterable[str] | str | None) -> tuple[tuple[str, ...], dict[str, str]]:
