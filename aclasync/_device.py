@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 from ._backend import resolve_backend
 from ._buffers import DeviceBuffer, HostBuffer
 from ._device_state import DeviceState
+from ._event import Event
 from ._factory import AsyncResource, Creation
+from ._interop import event_handle, stream_handle
+from ._lanes import EventRecord, Lane
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
 from ._stream_config import check_stream_config
@@ -162,6 +165,60 @@ class Device(AsyncResource, Generic[AclT]):
         a failure.
         """
         await self._state.synchronize(check_timeout(timeout))
+
+    def wrap_stream(self, obj: object) -> Stream:
+        """A ``Stream`` over a stream aclasync did not create; never blocks.
+
+        *obj* is an ``aclrtStream`` handle (an ``int``), an object with an
+        ``npu_stream`` attribute (torch_npu's ``torch.npu.Stream``: reading it first
+        flushes torch_npu's own task queue onto the stream, so wrap it again after
+        queuing the torch work to await), or one with ``__acl_stream__()``. The stream
+        must be one of this device's, in the context its worker uses (the device's
+        default context, where torch_npu and plain ``set_device`` code make theirs).
+
+        Every ``Stream`` operation works on it, on every loop. ``synchronize()`` waits
+        for what was queued on the stream when the runtime's wait began, the owner's
+        work included, however another thread keeps launching; failures of work
+        aclasync did not launch are raised by the first await that sees them, as
+        docs/errors.md says (and a sync by the owner may see them first: pyACL
+        reports a failure to one sync). aclasync never destroys a wrapped stream: its
+        ``aclose()`` waits for the work queued so far and lets go of it (with
+        ``force=True``, at once), and the device's close lets go of it without waiting,
+        leaving the owner's work running.
+
+        ``wrap_stream(0)`` is ``default_stream``; a handle this device made or wrapped
+        already gives that same ``Stream``. The owner must keep the stream alive
+        while aclasync uses it: on the simulator a destroyed, unknown or other device's
+        handle raises the runtime's code as an ``AclError`` at the first operation; on
+        CANN it is undefined behaviour. ``TypeError`` for anything but the three forms.
+        """
+        handle = stream_handle(obj)
+        if handle == 0:
+            return self._default_stream
+        known = self._state.streams.get(handle)
+        if known is not None and not known.closed:
+            return known
+        lane = self._state.adopt_stream(handle)
+        return Stream._create(self, self._state, lane, 0, 0)
+
+    def wrap_event(self, obj: object) -> Event:
+        """An ``Event`` over an event aclasync did not create; never blocks.
+
+        *obj* is an ``aclrtEvent`` handle (an ``int``) or an object with
+        ``__acl_event__()``. ``synchronize``, ``query`` and ``elapsed_time`` (with a
+        wrapped or an aclasync event) work on it. An event not yet recorded is never
+        reported complete: a wait waits for it to be recorded and to complete (pyACL's
+        ``synchronize_event`` returns at once for such an event; its
+        ``query_event_status`` tells the two apart), and ``query()`` is False. (An
+        Ex-mode event, which pyACL reports complete before it is recorded, cannot be
+        told apart.) aclasync never destroys it: ``aclose()`` lets go of it, and waits
+        still pending raise ``anyio.ClosedResourceError``. The owner must keep it
+        alive meanwhile (see ``wrap_stream`` for a handle that is not).
+        """
+        handle = event_handle(obj)
+        self._state.check_open()
+        lane = Lane(-1, borrowed=True)  # its points only: no stream is known
+        return Event._create(None, self._state, lane, handle, EventRecord(1), True)
 
     def stream_pool(
         self, size: int, *, flags: StreamFlag | int = 0, priority: int = 0

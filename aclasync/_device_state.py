@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,6 +44,7 @@ from ._worker import DeviceWorker
 
 if TYPE_CHECKING:
     from ._pyacl.backend import AclBackend
+    from ._stream import Stream
 
 __all__ = ["DeviceState"]
 
@@ -63,6 +65,8 @@ class DeviceState:
         self._lanes: dict[Lane, bool] = {self.worker.default_lane: True}
         #: Calls submitted to the worker so far (any of them may queue stream work).
         self.calls = 0
+        #: The ``Stream`` objects of the device's streams by handle (made or wrapped).
+        self.streams: weakref.WeakValueDictionary[int, Stream] = weakref.WeakValueDictionary()
         self._close_done: anyio.Event | None = None
 
     @property
@@ -253,6 +257,15 @@ class DeviceState:
         return [error for _, error in sorted(found, key=lambda item: item[0])]
 
     # -- creation and release --------------------------------------------------------
+
+    def adopt_stream(self, handle: int) -> Lane:
+        """A stream aclasync did not make, counted among the device's from now on (the
+        worker registers it before any later job); never blocks."""
+        self.check_open()
+        lane = Lane(handle, borrowed=True)
+        self.worker.submit(Run(functools.partial(self.worker.handles.adopt, lane)))
+        self._lanes[lane] = True
+        return lane
 
     async def create_stream(self, priority: int, flags: int, *, reported: bool = True) -> Lane:
         """Create a stream (cancellation-safe, see ``create``).

@@ -21,7 +21,8 @@ __all__ = ["Event", "release_events"]
 
 
 class Event(AsyncResource):
-    """An event recorded on a stream by ``Stream.record_event()``.
+    """An event recorded on a stream by ``Stream.record_event()``, or one of another
+    library's that ``Device.wrap_event()`` wrapped.
 
     ``record_event()`` returns an ``Event`` only for a record that succeeded.
     ``record_event_nowait()`` returns one before the record ran: if that record fails
@@ -35,7 +36,7 @@ class Event(AsyncResource):
 
     def __init__(
         self,
-        stream: Stream,
+        stream: Stream | None,
         state: DeviceState,
         lane: Lane,
         handle: int,
@@ -52,7 +53,16 @@ class Event(AsyncResource):
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
-        return f"<aclasync.Event {self._handle:#x} stream={self._stream.handle:#x}{state}>"
+        where = "wrapped" if self._stream is None else f"stream={self._stream.handle:#x}"
+        return f"<aclasync.Event {self._handle:#x} {where}{state}>"
+
+    def __acl_event__(self) -> tuple[int, int]:
+        """``(0, handle)``: version 0 of the event protocol, then the ``aclrtEvent``.
+
+        The handle lives as long as this object is open; a thread that uses it must have
+        set the event's device (pyACL's rule), and must not destroy it.
+        """
+        return 0, self._handle
 
     @property
     def handle(self) -> int:
@@ -60,14 +70,20 @@ class Event(AsyncResource):
         return self._handle
 
     @property
-    def stream(self) -> Stream:
-        """The stream the event was recorded on."""
+    def stream(self) -> Stream | None:
+        """The stream the event was recorded on; None for a wrapped event (not known)."""
         return self._stream
 
     @property
     def timing(self) -> bool:
-        """Whether the event records timestamps (``record_event(timing=True)``)."""
+        """Whether the event records timestamps (``record_event(timing=True)``); True for
+        a wrapped event, whose timestamps the runtime checks (107006 if it has none)."""
         return self._timing
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether aclasync wrapped this event (``Device.wrap_event``) rather than made it."""
+        return self._stream is None
 
     @property
     def closed(self) -> bool:
@@ -115,7 +131,7 @@ class Event(AsyncResource):
             raise TypeError(f"end must be an aclasync.Event, got {type(end).__name__}")
         if not (self._timing and end.timing):
             raise ValueError("elapsed_time needs two events recorded with timing=True")
-        if end.stream.device is not self._stream.device:
+        if end._state is not self._state:
             raise AclError(
                 int(ErrorCode.ACL_ERROR_RT_PARAM_INVALID),
                 "acl.rt.event_elapsed_time",

@@ -47,7 +47,7 @@ class Handles:
 
     def error(self, code: int, api: str, lane: Lane | None = None) -> AclError:
         """The ``AclError`` for a status of this device (and stream)."""
-        stream = None if lane is None else lane.handle
+        stream = None if lane is None or lane.handle < 0 else lane.handle
         return AclError.from_status(code, api, device=self._device_id, stream=stream)
 
     def check(self, ret: int, api: str, lane: Lane | None = None) -> None:
@@ -55,6 +55,10 @@ class Handles:
             raise self.error(ret, api, lane)
 
     # -- making ----------------------------------------------------------------------
+
+    def adopt(self, lane: Lane) -> None:
+        """Count a stream aclasync wrapped among the device's (it is never destroyed)."""
+        self.lanes[lane.handle] = lane
 
     def create_stream(self, priority: int, flags: int) -> Lane:
         """Create a stream with ``create_stream_with_config``."""
@@ -196,7 +200,7 @@ class Handles:
             if error is not None:
                 failures.append(error)
         for lane in self.lanes.values():
-            if lane.handle:
+            if lane.handle and not lane.borrowed:
                 release(rt.destroy_stream(lane.handle), "acl.rt.destroy_stream", lane)
             if not lane.closed:
                 lane.move(Life.CLOSED)
@@ -219,7 +223,9 @@ class Handles:
         releases += [functools.partial(rt.destroy_event, event) for event in self._all_events()]
         releases += [functools.partial(free, ptr) for ptr, (free, _) in self._memory.items()]
         releases += [
-            functools.partial(rt.destroy_stream_force, handle) for handle in self.lanes if handle
+            functools.partial(rt.destroy_stream_force, handle)
+            for handle, lane in self.lanes.items()
+            if handle and not lane.borrowed
         ]
         if reset:
             releases.append(functools.partial(rt.reset_device, self._device_id))

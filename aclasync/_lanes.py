@@ -57,12 +57,12 @@ _MOVES: dict[enum.Enum, frozenset[enum.Enum]] = {
     Life.STOPPED: frozenset({Life.CLOSED, Life.FORCED}),
     Life.CLOSED: frozenset(),
     Life.FORCED: frozenset(),
-    Loan.FREE: frozenset({Loan.EVENT, Loan.STREAM}),
-    Loan.EVENT: frozenset({Loan.FREE, Loan.POLLED}),
-    Loan.STREAM: frozenset({Loan.FREE, Loan.HELD, Loan.POLLED}),
-    Loan.HELD: frozenset({Loan.BACK, Loan.POLLED}),
+    Loan.FREE: frozenset({Loan.EVENT, Loan.STREAM, Loan.POLLED}),
+    Loan.EVENT: frozenset({Loan.FREE}),
+    Loan.STREAM: frozenset({Loan.FREE, Loan.HELD}),
+    Loan.HELD: frozenset({Loan.BACK}),
     Loan.BACK: frozenset({Loan.FREE, Loan.POLLED}),
-    Loan.POLLED: frozenset(),
+    Loan.POLLED: frozenset({Loan.FREE}),  # a wrapped event's point was reached
 }
 
 
@@ -112,6 +112,7 @@ class Lane:
     """One stream of a device: its handle and flags, points, failures and states."""
 
     __slots__ = (
+        "borrowed",
         "collected",
         "errors",
         "fast_sync",
@@ -130,8 +131,10 @@ class Lane:
         "watches",
     )
 
-    def __init__(self, handle: int, flags: int = 0) -> None:
-        self.handle = handle
+    def __init__(self, handle: int, flags: int = 0, *, borrowed: bool = False) -> None:
+        self.handle = handle  # -1: no stream (the points of an event aclasync wrapped)
+        #: A stream (or event) aclasync wrapped: never destroyed nor synced at the end.
+        self.borrowed = borrowed
         self.flags = flags  # as validated where the stream was created
         self.fast_sync = bool(flags & StreamFlag.FAST_SYNC)
         self.life = Life.OPEN

@@ -46,7 +46,7 @@ class Points:
         self._device_id = device_id
         self._handles = handles
         self._collect = collect
-        self.waiting: dict[int, Lane] = {}
+        self.waiting: dict[Lane, None] = {}  # in the order they began to wait
         self.out = Outbox()
 
     def park(self, lane: Lane, point: Watch, waiter: Waiter) -> None:
@@ -55,7 +55,7 @@ class Points:
             self.out.put(waiter, EXPIRED)
         else:
             point.add(waiter)
-            self.waiting[lane.handle] = lane
+            self.waiting[lane] = None
 
     def watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
         """Answer *waiter* now, or once *event* (its *record* on *lane*) completes."""
@@ -124,7 +124,7 @@ class Points:
         """Stop watching *lane* if it has no points left; whether it had none."""
         if lane.watches:
             return False
-        self.waiting.pop(lane.handle, None)
+        self.waiting.pop(lane, None)
         return True
 
     def forget(self, lane: Lane, record: EventRecord) -> None:
@@ -143,7 +143,7 @@ class Points:
                 self._handles.fence_pool.append(point.event)
             self.out.put_all(point.waiters, closed(why))
         lane.watches.clear()
-        self.waiting.pop(lane.handle, None)
+        self.waiting.pop(lane, None)
 
     def abandon(self, lanes: Iterable[Lane]) -> list[Waiter]:
         """Forget every point; their waiters (at the worker's death)."""

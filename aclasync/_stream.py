@@ -38,11 +38,12 @@ _COPY_KINDS = {
 class Stream(AsyncResource):
     """A stream of one device: work queued on it runs in order.
 
-    Get one from ``Device.create_stream()`` or ``Device.default_stream``. Work is queued
-    with ``launch`` (synchronous, never blocks) and waited for with ``await``. A failure
-    of queued work is raised once, by the first await on this stream (or on its
-    device) that completes after the device worker saw it; an abandoned wait never
-    consumes it, and ``aclose`` raises whatever is left (see docs/errors.md).
+    Get one from ``Device.create_stream()`` or ``Device.default_stream``, or wrap
+    another library's with ``Device.wrap_stream()``. Work is queued with ``launch``
+    (synchronous, never blocks) and waited for with ``await``. A failure of queued work
+    is raised once, by the first await on this stream (or on its device) that completes
+    after the device worker saw it; an abandoned wait never consumes it, and ``aclose``
+    raises whatever is left (see docs/errors.md).
     """
 
     def __init__(
@@ -54,13 +55,33 @@ class Stream(AsyncResource):
         self._flags = StreamFlag(flags)
         self._priority = priority
         self._closed = False
+        state.streams[lane.handle] = self
 
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
+        kind = " wrapped" if self._lane.borrowed else ""
         return (
             f"<aclasync.Stream {self.handle:#x} device={self._device.id} "
-            f"flags={self._flags!r}{state}>"
+            f"flags={self._flags!r}{kind}{state}>"
         )
+
+    def __acl_stream__(self) -> tuple[int, int]:
+        """``(0, handle)``: version 0 of the stream protocol, then the ``aclrtStream``.
+
+        In the manner of CUDA's ``__cuda_stream__``: any library (``Device.wrap_stream``
+        too) may take the stream this way. The handle lives as long as this object is
+        open; a thread that uses it must have set the device first (pyACL's rule:
+        ``acl.rt.set_device``, or ``set_context`` of the device's context), and must
+        not destroy it. Work it queues on the stream is the stream's: its failures are
+        raised by aclasync's awaits on it (docs/errors.md).
+        """
+        return 0, self.handle
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether aclasync wrapped this stream (``Device.wrap_stream``) rather than made
+        it: it is then never destroyed by aclasync, only let go of."""
+        return self._lane.borrowed
 
     @property
     def handle(self) -> int:
@@ -143,13 +164,13 @@ class Stream(AsyncResource):
         if event.closed:
             raise anyio.ClosedResourceError(f"{event!r} is closed")
         self._check_open()
-        if event.stream.device is not self._device:
+        if event._state is not self._state:
             raise AclError(
                 int(ErrorCode.ACL_ERROR_RT_PARAM_INVALID),
                 "acl.rt.stream_wait_event",
                 device=self._device.id,
                 stream=self.handle,
-                detail=f"{event!r} belongs to device {event.stream.device.id}: an event "
+                detail=f"{event!r} belongs to device {event._state.device_id}: an event "
                 "waited on must be of the stream's own device (its context)",
             )
         rt = self._device.acl.rt

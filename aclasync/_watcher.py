@@ -163,10 +163,12 @@ class Watcher:
                 if may_wait():
                     inline = self._inline_loan()
                 if inline is None:
-                    for lane in list(self._points.waiting.values()):
+                    for lane in list(self._points.waiting):
                         if lane.loan not in _LENT and lane not in self._asked:
                             self._points.sweep_lane(lane)
-                            self._points.drop_if_done(lane)
+                            done = self._points.drop_if_done(lane)
+                            if done and lane.handle < 0 and lane.loan is Loan.POLLED:
+                                lane.move(Loan.FREE)  # a wrapped event, reached: lend again
                     if may_wait():
                         inline = self._inline_loan()
                 if inline is None:
@@ -183,7 +185,7 @@ class Watcher:
         waiting = self._points.waiting
         if len(waiting) != 1:
             return None
-        lane = next(iter(waiting.values()))
+        lane = next(iter(waiting))
         if not self._may_wait_inline(lane) or lane.loan is not Loan.FREE or not lane.watches:
             return None
         head = lane.watches[0]
@@ -230,13 +232,15 @@ class Watcher:
         if not self._points.waiting:  # (a stale answer only costs a round)
             return None, 0
         with self.lock:
-            watched = [lane for lane in self._points.waiting.values() if lane.loan not in _LENT]
+            watched = [lane for lane in self._points.waiting if lane.loan not in _LENT]
             head = watched[0].watches[0] if watched and watched[0].watches else None
         if head is None:
             return None, 0
         options = self._options
         if any(lane.fast_sync for lane in watched):
             return options.fast_sync_poll_us / 1e6, 0
+        if watched[0].loan is Loan.POLLED:  # its waits return at once: poll it
+            return self._slice_s, 0
         if not busy:
             if watched[0].open_fence is head:
                 self.close_fence(watched[0])  # the slice needs its event
@@ -269,7 +273,7 @@ class Watcher:
         """Lend the oldest stream's head point: an open fence (the stream's tail) as a
         stream sync, so that the runtime waits in the stream's own mode and returns its
         failure; anything else by its event."""
-        for lane in self._points.waiting.values():
+        for lane in self._points.waiting:
             if lane.loan is Loan.FREE and lane.watches:
                 head = lane.watches[0]
                 by_stream = head.fence and not head.event
@@ -297,9 +301,11 @@ class Watcher:
             if self._points.reached_tail(lane, lent.point):
                 return  # the common case, kept short: the CPU is cold here
         self._points.sweep_lane(lane)
-        if not self._points.drop_if_done(lane) and ret and lane.watches[0] is head:
-            # The wait failed, the point is not reached (a stopped stream, a bad event):
-            # the worker polls it, rather than lending a wait that fails at once again.
+        reached = self._points.drop_if_done(lane) or lane.watches[0] is not head
+        if not reached and (ret or not lent.by_stream):
+            # The wait returned, the point is not reached (a stopped stream, a bad event,
+            # an event not recorded yet, whose sync returns at once): the worker polls
+            # it, rather than lending a wait that returns at once again.
             lane.move(Loan.POLLED)
             self._look_again()
 
@@ -340,15 +346,18 @@ class Watcher:
         work is dropped and waits still pending fail with ``ClosedResourceError``."""
         with self.lock:
             self._points.sweep_lane(lane)
+            ret = 0  # a borrowed stream is only let go of, never destroyed
             if force:
-                ret = int(self._rt.destroy_stream_force(lane.handle))
+                if not lane.borrowed:
+                    ret = int(self._rt.destroy_stream_force(lane.handle))
                 self._await_loan(lane)  # a lent stream sync may hold the failure
                 lane.move(Life.FORCED)
                 why = "the stream was closed with force=True: the work this waited for was dropped"
             else:
                 self._collect(lane)
                 self._points.sweep_lane(lane)
-                ret = int(self._rt.destroy_stream(lane.handle))
+                if not lane.borrowed:
+                    ret = int(self._rt.destroy_stream(lane.handle))
                 lane.move(Life.CLOSED)
                 why = "the stream was closed"
             self._points.fail_all(lane, why)
@@ -360,10 +369,12 @@ class Watcher:
             self._points.forget(lane, record)
 
     def finish(self, lanes: Iterable[Lane]) -> None:
-        """At the device's stop: collect the last failures, fail what can never end."""
+        """At the device's stop: collect the last failures, fail what can never end
+        (a wrapped event's waits too)."""
         with self.lock:
-            for lane in lanes:
-                self._collect(lane)
+            for lane in {**dict.fromkeys(lanes), **self._points.waiting}:
+                if not lane.borrowed:  # its owner's work and failures are not the device's
+                    self._collect(lane)
                 self._points.sweep_lane(lane)
                 self._points.fail_all(lane, "the device was closed")
         self.stop_thread()
@@ -372,7 +383,7 @@ class Watcher:
         """At the worker's death: post what was resolved, return every parked waiter."""
         with self.lock:
             post(self._points.out.take())  # results found before the death are still true
-            return self._points.abandon(lanes)
+            return self._points.abandon({**dict.fromkeys(lanes), **self._points.waiting})
 
     def stop_thread(self) -> None:
         thread, self._thread = self._thread, None

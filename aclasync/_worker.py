@@ -284,7 +284,7 @@ class DeviceWorker:
         if lane.closed:
             return
         ret = self.watcher.close_stream(lane, force=force)
-        del self.handles.lanes[lane.handle]
+        del self.handles.lanes[lane.handle]  # (a borrowed stream's too: it is let go of)
         if lane.overflow_buffer:
             self.handles.free(lane.overflow_buffer, lane)
         if ret:
@@ -309,8 +309,9 @@ class DeviceWorker:
         return event, EventRecord(lane.next_seq())
 
     def forget_event(self, lane: Lane, event: int, record: EventRecord) -> None:
-        """Take back a closed event: fail its pending waits, return it to the pool."""
-        if self.handles.give_back_event(event):
+        """Take back a closed event: fail its pending waits, return it to the pool (or,
+        an event aclasync wrapped, let go of it)."""
+        if lane.borrowed or self.handles.give_back_event(event):
             self.watcher.forget_event(lane, record)
 
     # -- the end -------------------------------------------------------------------------

@@ -13,15 +13,14 @@ from aclasync._lanes import _MOVES, Lane, Life, Loan
 LEGAL_LOANS = {
     (Loan.FREE, Loan.EVENT),
     (Loan.FREE, Loan.STREAM),
+    (Loan.FREE, Loan.POLLED),
     (Loan.EVENT, Loan.FREE),
-    (Loan.EVENT, Loan.POLLED),
     (Loan.STREAM, Loan.FREE),
     (Loan.STREAM, Loan.HELD),
-    (Loan.STREAM, Loan.POLLED),
     (Loan.HELD, Loan.BACK),
-    (Loan.HELD, Loan.POLLED),
     (Loan.BACK, Loan.FREE),
     (Loan.BACK, Loan.POLLED),
+    (Loan.POLLED, Loan.FREE),
 }
 LEGAL_LIVES = {
     (Life.OPEN, Life.STOPPED),
@@ -40,7 +39,7 @@ def _lane_in(state: Life | Loan) -> Lane:
         Loan.STREAM: [Loan.STREAM],
         Loan.HELD: [Loan.STREAM, Loan.HELD],
         Loan.BACK: [Loan.STREAM, Loan.HELD, Loan.BACK],
-        Loan.POLLED: [Loan.EVENT, Loan.POLLED],
+        Loan.POLLED: [Loan.POLLED],
         Life.STOPPED: [Life.STOPPED],
         Life.CLOSED: [Life.CLOSED],
         Life.FORCED: [Life.FORCED],
