@@ -74,9 +74,11 @@ class MemoryCalls(CallGroup):
         if plan is None:
             return ret
         target, source, seconds, pinned = plan
+        pending = [(target, source)]  # emptied when it runs: a finished task keeps no memory
 
         def copy(_: Task) -> None:
-            target[:] = source
+            into, out_of = pending.pop()
+            into[:] = out_of
 
         return self._queue(
             found, Task(found, "memcpy", duration=seconds, action=copy), wait=not pinned
@@ -106,9 +108,10 @@ class MemoryCalls(CallGroup):
         if plan is None:
             return ret
         target, seconds = plan
+        pending = [target]  # emptied when it runs: a finished task keeps no memory alive
 
         def write(_: Task) -> None:
-            _fill(target, value)
+            _fill(pending.pop(), value)
 
         return self._queue(found, Task(found, "memset", duration=seconds, action=write), wait=False)
 
