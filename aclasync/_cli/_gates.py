@@ -67,15 +67,25 @@ class DeviceGates:
         the gate itself is queued like ``stream.launch`` (a failed ``launch_callback``
         is the stream's failure, raised by its next await).
         """
+        await self.subscribe(stream)
+        return self.hold_nowait(stream)
+
+    async def subscribe(self, stream: Stream) -> None:
+        """Subscribe *stream* to the report thread, once (one worker round trip)."""
         thread = self._started()
-        rt = self._dev.acl.rt
         if stream.handle not in self._subscribed:
+            rt = self._dev.acl.rt
             ret = await self._dev.call(rt.subscribe_report, thread.ident, stream.handle)
             raise_for_status(ret, "acl.rt.subscribe_report", device=self._dev.id)
             self._subscribed[stream.handle] = stream
+
+    def hold_nowait(self, stream: Stream) -> Gate:
+        """``hold`` for a stream already subscribed: queues the gate, never waits."""
+        if stream.handle not in self._subscribed:
+            raise ValueError(f"{stream!r} is not subscribed: await subscribe(stream) first")
         gate = Gate()
         self._gates.append(gate)
-        stream.launch(rt.launch_callback, gate.callback, None, 1)
+        stream.launch(self._dev.acl.rt.launch_callback, gate.callback, None, 1)
         return gate
 
     async def aclose(self) -> None:

@@ -223,20 +223,35 @@ class Workload:
             )
 
     def work(
-        self, duration_us: float, scratch: int = 0
+        self, duration_us: float, scratch: int = 0, acl: Any = None
     ) -> tuple[Callable[..., int], tuple[Any, ...]]:
         """The work of one request, as ``(fn, args)`` to queue as ``fn(*args, stream)``.
 
         *scratch* is the device address of a buffer of ``scratch_bytes`` (for code that
-        allocates its own, as a raw thread does); ``sim-kernel`` needs none.
+        allocates its own, as a raw thread does); ``sim-kernel`` needs none. *acl* is
+        the runtime whose calls to use (default: the device's), for a runtime of the
+        same kind driven without aclasync.
         """
+        acl = self._dev.acl if acl is None else acl
         if self._rate is None:
             from ..sim import Kernel
 
-            return self._dev.acl.sim.launch_kernel, (Kernel(duration_us=duration_us),)
+            return acl.sim.launch_kernel, (Kernel(duration_us=duration_us),)
         calls, each = self._rate.plan(duration_us)
-        rt = self._dev.acl.rt
-        return fill, (rt.memset_async, scratch, self._rate.chunk_bytes, calls, each)
+        return fill, (acl.rt.memset_async, scratch, self._rate.chunk_bytes, calls, each)
+
+    def work_for(
+        self, stream: Stream, duration_us: float
+    ) -> tuple[Callable[..., int], tuple[Any, ...]]:
+        """``work`` on *stream*'s scratch buffer: queue it as ``stream.launch(fn, *args)``,
+        as often as wanted (the same objects each time)."""
+        scratch = 0
+        if self._rate is not None:
+            buffer = self._scratch.get(stream.handle)
+            if buffer is None:
+                raise ValueError(f"{stream!r} has no scratch buffer: await prepare(stream) first")
+            scratch = buffer.ptr
+        return self.work(duration_us, scratch)
 
     def launch(self, stream: Stream, duration_us: float) -> None:
         """Queue about *duration_us* of device work on *stream*; return at once.
@@ -245,13 +260,7 @@ class Workload:
         stream's, raised by a later await on it. ``memset`` needs ``prepare(stream)``
         first.
         """
-        scratch = 0
-        if self._rate is not None:
-            buffer = self._scratch.get(stream.handle)
-            if buffer is None:
-                raise ValueError(f"{stream!r} has no scratch buffer: await prepare(stream) first")
-            scratch = buffer.ptr
-        fn, args = self.work(duration_us, scratch)
+        fn, args = self.work_for(stream, duration_us)
         stream.launch(fn, *args)
 
     def describe(self) -> dict[str, Any]:
@@ -281,6 +290,8 @@ class Workload:
 def describe_line(described: dict[str, Any]) -> str:
     """One line saying which workload ran and its calibration (from ``describe()``)."""
     kind = described.get("kind")
+    if kind == "none":
+        return f"workload: none ({described.get('what', 'no device work')})"
     if kind == "sim-kernel":
         return "workload: simulated kernels (acl.sim.launch_kernel), modelled durations"
     if kind == "memset":
@@ -357,14 +368,18 @@ async def _calibrate_fill(dev: Device[Any], cap: int) -> tuple[FillRate, dict[st
                 if took >= TARGET_CALL_US or size >= cap:
                     break
                 size = min(cap, size * _GROWTH)
+            size, took = points[-1]
+            rate = _rate(size, took, overhead)
+            # The rate that matters is that of the calls work is made of: time those.
+            chunk = _chunk(rate, cap)
+            async with await dev.alloc(chunk) as buffer:
+                await per_call(buffer, 1, chunk)  # the first touch, untimed
+                took = statistics.median([await per_call(buffer, 8, chunk) for _ in range(3)])
+            points.append((chunk, took))
+            rate = _rate(chunk, took, overhead)
     finally:
         await watch.aclose()
-    size, took = points[-1]
-    # A fill that takes no longer than an empty one (a device far faster than its call
-    # overhead) would give no rate: count the whole call time then, which errs long.
-    bytes_per_us = size / (took - overhead if took > 2 * overhead else took)
-    chunk = int(min(cap, max(MIN_FILL, bytes_per_us * TARGET_CALL_US)))
-    chunk -= chunk % MIN_FILL
+    chunk = _chunk(rate, cap)
     details = {
         "cap_bytes": cap,
         "target_call_us": TARGET_CALL_US,
@@ -372,4 +387,19 @@ async def _calibrate_fill(dev: Device[Any], cap: int) -> tuple[FillRate, dict[st
         "fills": [{"bytes": b, "us": us} for b, us in points],
         "seconds": time.perf_counter() - began,
     }
-    return FillRate(bytes_per_us, overhead, chunk), details
+    return FillRate(rate, overhead, chunk), details
+
+
+def _rate(size: int, took: float, overhead: float) -> float:
+    """Bytes per microsecond of fill, from one call of *size* bytes taking *took* us.
+
+    A call no longer than an empty one (a device far faster than its call overhead)
+    would give no rate: the whole call time counts then, which errs long.
+    """
+    return size / (took - overhead if took > 2 * overhead else took)
+
+
+def _chunk(bytes_per_us: float, cap: int) -> int:
+    """The scratch buffer per stream: ``TARGET_CALL_US`` of fill, at most *cap*."""
+    chunk = int(min(cap, max(MIN_FILL, bytes_per_us * TARGET_CALL_US)))
+    return chunk - chunk % MIN_FILL
