@@ -249,6 +249,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model(trace)
     _add_workload(trace)
     trace.set_defaults(handler=_cmd_trace, parser=trace)
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the runtime this host has against what aclasync relies on; report",
+    )
+    doctor.add_argument(
+        "--backend",
+        choices=("sim", "native"),
+        default=None,
+        help="default: $ACLASYNC_BACKEND, else native if `import acl` works, else sim",
+    )
+    doctor.add_argument(
+        "--json",
+        metavar="FILE",
+        type=output_option(stdout_ok=True),
+        help="write the report as JSON ('-': stdout, the text then goes to stderr)",
+    )
+    doctor.add_argument(
+        "--device",
+        type=int_option(0, MAX_COUNT),
+        default=0,
+        help="the device to check (default 0)",
+    )
+    doctor.set_defaults(handler=_cmd_doctor, parser=doctor)
     return parser
 
 
@@ -430,6 +454,14 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         model_path=args.model or None,
         workload=args.workload,
     )
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from ._doctor import run_doctor, stderr
+
+    if args.backend is None:
+        check_backend_variable(args.parser)
+    return run_doctor(args.backend, args.json, args.device, message_stream(args.json), stderr)
 
 
 def _one_line(exc: BaseException) -> str:
