@@ -102,8 +102,9 @@ def run_demo(
         step = f"kernel {kernel_us:g} us"
     else:
         step = f"work {kernel_us:g} us"
+    what = "" if model_path is not None else f" of {size}x{size} float32"
     print(
-        f"pipeline: {items} items of {size}x{size} float32 over {devices} "
+        f"pipeline: {items} items{what} over {devices} "
         f"{_where(backend)} device(s), {step}, on {loop}",
         file=out,
         flush=True,

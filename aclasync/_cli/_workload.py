@@ -302,10 +302,11 @@ def describe_line(described: dict[str, Any]) -> str:
             f"{described['overhead_us']:.3g} us per call"
         )
     if kind == "model":
-        return (
-            f"workload: the offline model {described['path']} (acl.mdl.execute_async), "
-            f"{described['execute_us']:.0f} us per execution, timed on the device"
-        )
+        took = described.get("execute_us")
+        if not described.get("path"):
+            return f"workload: a registered simulated model, {took:g} us per execution (modelled)"
+        timed = "" if took is None else f", {took:.0f} us per execution, timed on the device"
+        return f"workload: the offline model {described['path']} (acl.mdl.execute_async){timed}"
     return f"workload: {kind}"
 
 
