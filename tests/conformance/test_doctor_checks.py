@@ -19,7 +19,7 @@ import pytest
 from faults import Faulty
 
 import aclasync.sim
-from aclasync._conformance import CHECKS, FAIL, PASS, SKIP, _checks, run_check, run_checks
+from aclasync._conformance import CHECKS, FAIL, PASS, SKIP, _support, run_check, run_checks
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +54,7 @@ def strict() -> Any:
 @pytest.fixture
 def impatient(monkeypatch: pytest.MonkeyPatch) -> None:
     """Checks that wait for what never comes give up after 0.5 s instead of 5."""
-    monkeypatch.setattr(_checks, "PATIENCE_S", 0.5)
+    monkeypatch.setattr(_support, "PATIENCE_S", 0.5)
 
 
 def _result(acl: Any, name: str) -> Any:
