@@ -198,6 +198,18 @@ def test_demo_with_a_model_verifies_says_so_and_removes_its_spec_file(
     assert list(private_tmp.iterdir()) == []
 
 
+def test_demo_with_pyacl_work_checks_that_every_result_comes_back(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["demo", "--devices", "2", "--items", "6", "--kernel-us", "200", "--workload", "memset"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "work 200 us" in out.splitlines()[0]
+    assert "compute step: pyACL alone: acl.rt.memset_async work" in out
+    assert "workload: acl.rt.memset_async on a " in out
+    assert "verified 6/6 results came back unchanged" in out
+
+
 def test_the_default_demo_says_nothing_of_a_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--devices", "1", "--items", "2", "--kernel-us", "10"]) == 0
     out = capsys.readouterr().out

@@ -48,7 +48,9 @@ def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
         (["demo", "--kernel-us", "1e300"], "argument --kernel-us: must be 0 or more and at most"),
         (["demo", "--loop", "tokio"], "argument --loop: invalid choice: 'tokio'"),
         (["demo", "--bogus"], "unrecognized arguments: --bogus"),
-        (["demo", "--model=yes"], "argument --model: ignored explicit argument 'yes'"),
+        (["demo", "--model=yes"], "argument --model: yes is not a file"),
+        (["bench", "--model", "no.om"], "argument --model: no.om is not a file"),
+        (["trace", "--workload", "gpu"], "argument --workload: invalid choice: 'gpu'"),
         (["demo", "--model", "--size", "100000"], "--size 100000 on 4 device(s) needs about"),
         (["bench", "--scale", "inf"], "argument --scale: must be a finite number, got inf"),
         (["bench", "--scale", "nan"], "argument --scale: must be a finite number, got nan"),
@@ -162,13 +164,12 @@ def test_every_subcommand_accepts_the_simulator_in_any_case(
     "argv",
     [
         ["demo", "--items", "2"],
-        ["demo", "--items", "2", "--model"],
         ["trace", "--items", "2"],
         ["bench", "launch", "--quick"],
     ],
 )
 @pytest.mark.parametrize("value", ["native", " NATIVE "])
-def test_simulated_subcommands_refuse_the_native_backend_clearly(
+def test_the_native_backend_without_cann_is_one_error_before_any_work(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -181,10 +182,38 @@ def test_simulated_subcommands_refuse_the_native_backend_clearly(
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith(f"aclasync: error: aclasync {argv[0]} runs simulated kernels")
-    assert "unset ACLASYNC_BACKEND or set it to 'sim'" in lines[0]
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("aclasync: error: backend='native' needs CANN: `import acl` failed")
+    assert "Use backend='sim' (or ACLASYNC_BACKEND=sim)" in lines[0]
     assert list(tmp_path.iterdir()) == []  # trace wrote nothing
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["demo", "--items", "2", "--model"], "demo --model without PATH registers a simulated"),
+        (["trace", "--items", "2", "--model"], "trace --model without PATH registers a simulated"),
+        (["demo", "--workload", "sim-kernel"], "--workload sim-kernel runs simulated kernels"),
+        (["bench", "launch", "--workload", "sim-kernel"], "--workload sim-kernel runs simulated"),
+    ],
+)
+def test_what_needs_the_simulator_is_refused_on_the_native_backend(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    fragment: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ACLASYNC_BACKEND", "native")
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("aclasync: error: ")
+    assert fragment in lines[0]
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.usefixtures("no_native")

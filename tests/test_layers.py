@@ -7,6 +7,9 @@ interpreter.
 - The library (front end, worker, simulator, ``testing``) never imports the command line
   (``aclasync._cli``: the subcommands and the demo and benchmark runners they drive).
 - Only ``aclasync.ray`` and the benchmark that drives it import Ray (an optional extra).
+- The conformance checks (``aclasync._conformance``, what ``aclasync doctor`` runs) see
+  the runtime as a plain pyACL program does: they import nothing of aclasync but the
+  vocabulary, and no event-loop library.
 """
 
 from __future__ import annotations
@@ -106,6 +109,17 @@ def _breaks(rule: str, module: str, target: str) -> bool:
             and module != "aclasync.__main__"
             and _within(target, "aclasync._cli")
         )
+    if rule == "conformance checks use pyACL alone":
+        if not _within(module, "aclasync._conformance"):
+            return False
+        if any(_within(target, lib) for lib in LOOP_LIBRARIES):
+            return True
+        return (
+            _within(target, "aclasync")
+            and target != "aclasync"
+            and not _within(target, "aclasync._conformance")
+            and not _within(target, "aclasync._pyacl")
+        )
     if rule == "only aclasync.ray imports Ray":
         return (
             _within(target, "ray")
@@ -121,6 +135,7 @@ RULES = [
     "worker never imports sim",
     "library never imports the command line",
     "only aclasync.ray imports Ray",
+    "conformance checks use pyACL alone",
 ]
 
 

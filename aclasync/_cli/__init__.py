@@ -1,12 +1,13 @@
-"""The ``aclasync`` command line: ``info``, ``demo``, ``bench`` and ``trace``.
+"""The ``aclasync`` command line: ``info``, ``demo``, ``bench``, ``trace`` and ``doctor``.
 
 ``main(argv)`` parses, dispatches and turns expected failures into one
 ``aclasync: error: ...`` line on stderr and a non-zero exit status. With
 ``ACLASYNC_DEBUG=1`` in the environment they propagate with their traceback instead.
 
 Exit statuses: 0 done, 1 failed (including a command this machine cannot run: a
-``--loop`` or ``--plot`` whose package is missing, a simulated command on
-``ACLASYNC_BACKEND=native``; found before any work starts), 2 usage error (the
+``--loop`` or ``--plot`` whose package is missing, a simulator-only option on
+``ACLASYNC_BACKEND=native``; found before any work starts; ``doctor`` also when a
+check fails), 2 usage error (the
 subcommand's usage and one ``error:`` line), 130 interrupted (Ctrl-C: ``aclasync:
 interrupted`` on stderr, every device closed and every aclasync thread joined), 141
 standard output closed by its reader (``aclasync info --json | head -3``; nothing is
@@ -36,10 +37,12 @@ from ._options import (
     MAX_COUNT,
     check_backend_variable,
     check_fits_in_memory,
+    command_backend,
+    device_count_option,
     float_option,
     int_option,
+    native_runtime,
     output_option,
-    require_simulator,
 )
 
 __all__ = ["build_parser", "main"]
@@ -47,8 +50,10 @@ __all__ = ["build_parser", "main"]
 #: Exceptions that are the user's or the environment's, not aclasync bugs.
 _EXPECTED = (CliError, AclasyncError, OSError, RuntimeError, ValueError)
 
-#: The simulated devices a demo or trace may use: those of the default simulator.
+#: The devices a demo or trace may use: those of the default simulator.
 MAX_DEVICES = 8
+#: The choices of ``--workload`` (``_workload.KINDS``, without importing it).
+WORKLOADS = ("sim-kernel", "memset")
 #: Longest modelled kernel ``demo --kernel-us`` accepts: one minute.
 MAX_KERNEL_US = 60e6
 #: Memory per item a trace holds until it writes the file (measured: about 8 KB of
@@ -154,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.set_defaults(handler=_cmd_info, parser=info)
 
-    demo = commands.add_parser("demo", help="run a concurrent multi-device pipeline (simulator)")
+    demo = commands.add_parser("demo", help="run a concurrent multi-device pipeline")
     _add_devices(demo, default=4)
     demo.add_argument(
         "--items", type=int_option(1, MAX_COUNT), default=256, help="items (default 256)"
@@ -172,11 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=64,
         help="matrix side length; memory-checked (default 64)",
     )
-    demo.add_argument(
-        "--model",
-        action="store_true",
-        help="compute with a registered simulated model (acl.mdl) instead of a kernel",
-    )
+    _add_model(demo)
+    _add_workload(demo)
     demo.set_defaults(handler=_cmd_demo, parser=demo)
 
     bench = commands.add_parser(
@@ -220,6 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float_option(high=MAX_SOAK_SECONDS),
         help="run time per loop of timed benchmarks (soak; default: 10, or 3 with --quick)",
     )
+    _add_workload(bench)
+    bench.add_argument(
+        "--model",
+        metavar="PATH",
+        type=_model_file,
+        help="bench model: run this offline model (.om) instead of a registered simulated one",
+    )
     bench.set_defaults(handler=_cmd_bench, parser=bench)
 
     trace = commands.add_parser("trace", help="write a Chrome/Perfetto timeline of a demo run")
@@ -237,7 +246,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="trace file, '-' for stdout (default aclasync-trace.json)",
     )
     _add_loop(trace)
+    _add_model(trace)
+    _add_workload(trace)
     trace.set_defaults(handler=_cmd_trace, parser=trace)
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the runtime this host has against what aclasync relies on; report",
+    )
+    doctor.add_argument(
+        "--backend",
+        choices=("sim", "native"),
+        default=None,
+        help="default: $ACLASYNC_BACKEND, else native if `import acl` works, else sim",
+    )
+    doctor.add_argument(
+        "--json",
+        metavar="FILE",
+        type=output_option(stdout_ok=True),
+        help="write the report as JSON ('-': stdout, the text then goes to stderr)",
+    )
+    doctor.add_argument(
+        "--device",
+        type=int_option(0, MAX_COUNT),
+        default=0,
+        help="the device to check (default 0)",
+    )
+    doctor.set_defaults(handler=_cmd_doctor, parser=doctor)
     return parser
 
 
@@ -272,9 +307,40 @@ def _add_devices(parser: argparse.ArgumentParser, *, default: int) -> None:
     parser.add_argument(
         "--devices",
         type=int_option(1, MAX_DEVICES),
-        default=default,
-        help=f"simulated devices, 1 to {MAX_DEVICES} (default {default})",
+        default=None,
+        help=f"devices, 1 to {MAX_DEVICES} (default {default}; native: at most what it has)",
     )
+    parser.set_defaults(default_devices=default)
+
+
+def _add_model(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        type=_model_file,
+        help="compute with an offline model: PATH's (a .om), or without PATH a "
+        "simulated model registered for the run (simulator only)",
+    )
+
+
+def _add_workload(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default=None,
+        help="device work: simulated kernels (default on the simulator) or "
+        "acl.rt.memset_async, pyACL alone (default on the native backend)",
+    )
+
+
+def _model_file(text: str) -> str:
+    """An argparse type: an existing file (or ``""``, --model without PATH)."""
+    if text and not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{text} is not a file")
+    return text
 
 
 def _add_loop(parser: argparse.ArgumentParser) -> None:
@@ -294,22 +360,44 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from ._demo import demo_bytes, run_demo
 
+    backend = command_backend(args.parser)
+    _check_workload(args, backend)
+    devices = device_count_option(args.devices, args.default_devices, backend)
     check_fits_in_memory(
-        f"--size {args.size} on {args.devices} device(s)",
-        demo_bytes(args.devices, args.size),
+        f"--size {args.size} on {devices} device(s)",
+        demo_bytes(devices, args.size),
         args.parser,
     )
-    require_simulator("demo", args.parser)
     require_loop(args.loop)
     return run_demo(
-        devices=args.devices,
+        devices=devices,
         items=args.items,
         loop=args.loop,
         kernel_us=args.kernel_us,
         size=args.size,
         out=sys.stdout,
-        model=args.model,
+        model=args.model == "",
+        model_path=args.model or None,
+        workload=args.workload,
+        backend=backend,
     )
+
+
+def _check_workload(args: argparse.Namespace, backend: str) -> None:
+    """Refuse, before any work, what needs the simulator on the native backend."""
+    if backend != "native":
+        return
+    if getattr(args, "workload", None) == "sim-kernel":
+        raise CliError(
+            "--workload sim-kernel runs simulated kernels (acl.sim.launch_kernel), which "
+            "CANN's acl does not have; on the native backend the work is memset"
+        )
+    if getattr(args, "model", None) == "":
+        raise CliError(
+            f"aclasync {args.command} --model without PATH registers a simulated model "
+            "(acl.sim.register_model), which CANN's acl does not have: give --model PATH "
+            "to an offline model (.om)"
+        )
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -323,7 +411,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.json is not None and args.json == args.plot:
         args.parser.error("--json and --plot name the same file")
     check_fits_in_memory(f"--scale {args.scale:g}", args.scale * BENCH_BYTES_PER_SCALE, args.parser)
-    require_simulator("bench", args.parser)
+    backend = command_backend(args.parser)
+    _check_workload(args, backend)
+    if backend == "native":
+        native_runtime()  # no CANN here: one error line before any benchmark starts
     if args.loop != "all":
         require_loop(args.loop)
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
@@ -336,6 +427,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         plot_path=args.plot,
         scale=args.scale,
         seconds=args.seconds,
+        backend=backend,
+        workload=args.workload,
+        model=args.model,
     )
     print(format_table(results), file=message_stream(args.json), flush=True)
     return 0
@@ -345,15 +439,29 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from ._trace import run_trace
 
     check_fits_in_memory(f"--items {args.items}", args.items * TRACE_BYTES_PER_ITEM, args.parser)
-    require_simulator("trace", args.parser)
+    backend = command_backend(args.parser)
+    _check_workload(args, backend)
+    devices = device_count_option(args.devices, args.default_devices, backend)
     require_loop(args.loop)
     return run_trace(
-        devices=args.devices,
+        devices=devices,
         items=args.items,
         out_path=args.out,
         loop=args.loop,
         out=message_stream(args.out),
+        backend=backend,
+        model=args.model == "",
+        model_path=args.model or None,
+        workload=args.workload,
     )
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from ._doctor import run_doctor, stderr
+
+    if args.backend is None:
+        check_backend_variable(args.parser)
+    return run_doctor(args.backend, args.json, args.device, message_stream(args.json), stderr)
 
 
 def _one_line(exc: BaseException) -> str:

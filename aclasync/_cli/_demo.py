@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from . import _pipeline
 from ._common import CliError
 from ._loops import run_on_loop
+from ._workload import describe_line
 
 __all__ = ["ProgressDisplay", "demo_bytes", "format_summary", "run_demo"]
 
@@ -71,11 +72,18 @@ def run_demo(
     size: int,
     out: TextIO,
     model: bool = False,
+    model_path: str | None = None,
+    workload: str | None = None,
+    backend: str = "sim",
 ) -> int:
-    """Run the demo pipeline on a fresh simulator and print a summary to *out*.
+    """Run the demo pipeline and print a summary to *out*.
 
-    With *model*, the compute step is a registered simulated model run with
-    ``Model.launch`` instead of a kernel (its temporary spec file is removed at the end).
+    On ``backend="sim"`` it runs on a fresh simulator, on ``"native"`` on the ``acl``
+    module (CANN's, or the simulator imported as ``acl``). With *model*, the compute
+    step is a registered simulated model run with ``Model.launch`` instead of a kernel
+    (its temporary spec file is removed at the end); with *model_path*, the offline
+    model in that file; *workload* chooses the device work otherwise (see
+    ``_pipeline``).
 
     Blocks until the pipeline has finished; Ctrl-C cancels it and raises
     ``KeyboardInterrupt`` once the devices are closed. Progress goes to stderr.
@@ -83,13 +91,21 @@ def run_demo(
     Returns
     -------
     int
-        0 when every result matched the host reference, 1 otherwise.
+        0 when every item ran and every checked result matched, 1 otherwise.
     """
     display = ProgressDisplay(sys.stderr)
-    step = "registered model" if model else "kernel"
+    if model_path is not None:
+        step = f"model {model_path}"
+    elif model:
+        step = f"registered model {kernel_us:g} us"
+    elif backend == "sim" and workload in (None, "sim-kernel"):
+        step = f"kernel {kernel_us:g} us"
+    else:
+        step = f"work {kernel_us:g} us"
+    what = "" if model_path is not None else f" of {size}x{size} float32"
     print(
-        f"pipeline: {items} items of {size}x{size} float32 over {devices} simulated "
-        f"device(s), {step} {kernel_us:g} us, on {loop}",
+        f"pipeline: {items} items{what} over {devices} "
+        f"{_where(backend)} device(s), {step}, on {loop}",
         file=out,
         flush=True,
     )
@@ -102,6 +118,9 @@ def run_demo(
             size=size,
             progress=display,
             model=model,
+            model_path=model_path,
+            workload=workload,
+            backend=None if backend == "sim" else backend,
         )
 
     try:
@@ -114,7 +133,20 @@ def run_demo(
     finally:
         display.close()
     print(format_summary(result), file=out)
+    done = sum(row["items"] for row in result["per_device"])
+    if not result.get("checked", True):
+        return 0 if done == items else 1
     return 0 if result["verified"] == items else 1
+
+
+def _where(backend: str) -> str:
+    """How the run's devices are named in its first line."""
+    if backend != "native":
+        return "simulated"
+    from .._backend import is_aclasync_simulator, resolve_backend
+
+    acl, _ = resolve_backend("native")
+    return "native (aclasync's simulator as acl)" if is_aclasync_simulator(acl) else "native"
 
 
 def format_summary(result: dict[str, Any]) -> str:
@@ -128,20 +160,56 @@ def format_summary(result: dict[str, Any]) -> str:
         )
     lines.append(f"  {'total':>6}  {result['items']:>6}  {result['items_per_s']:>9.1f}")
     lines.append(f"wall time {result['seconds']:.3f} s")
-    if result.get("compute") == "model":
+    compute = result.get("compute")
+    if compute == "model" and result.get("model_path"):
+        lines.append(
+            f"compute step: the offline model {result['model_path']}, queued with "
+            "Model.launch on each device's compute stream"
+        )
+    elif compute == "model":
         lines.append(
             "compute step: a registered simulated model (acl.sim.register_model), "
             "queued with Model.launch on each device's compute stream"
         )
-    runs = "model executions" if result.get("compute") == "model" else "kernels"
+    elif compute == "memset":
+        lines.append(
+            "compute step: pyACL alone: acl.rt.memset_async work of the requested length, "
+            "then a device-to-device copy of the input into the output"
+        )
+    lines.extend(_workload_lines(result.get("workloads", {})))
+    runs = "model executions" if compute == "model" else "kernels"
+    if compute == "memset":
+        runs = "compute steps"
     lines.append(
         f"compute utilisation: the share of the wall time each device's {runs} ran "
         "(the overlap of copies and compute achieved)"
     )
-    lines.append(
-        f"verified {result['verified']}/{result['items']} results against the host reference"
-    )
+    if not result.get("checked", True):
+        lines.append(
+            f"ran {result['items']} items; the model's outputs were copied back, not "
+            "checked: aclasync cannot know what your model should answer"
+        )
+    elif compute == "memset":
+        lines.append(f"verified {result['verified']}/{result['items']} results came back unchanged")
+    else:
+        lines.append(
+            f"verified {result['verified']}/{result['items']} results against the host reference"
+        )
     return "\n".join(lines)
+
+
+def _workload_lines(workloads: dict[str, dict[str, Any]]) -> list[str]:
+    """Which workload ran and its calibration: device 0's, and the others' spread."""
+    if not workloads:
+        return []
+    first = workloads[min(workloads, key=int)]
+    if first.get("kind") == "sim-kernel":
+        return []  # the long-standing default: said by "kernel" in the first line
+    lines = [describe_line(first) + (" (device 0)" if len(workloads) > 1 else "")]
+    rates = [w["gb_per_s"] for w in workloads.values() if "gb_per_s" in w]
+    if len(rates) > 1:
+        lines.append(f"  each device calibrated its own: {min(rates):.3g} to {max(rates):.3g} GB/s")
+    return lines
 
 
 def _progress_line(state: _pipeline.PipelineProgress) -> str:

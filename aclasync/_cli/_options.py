@@ -22,10 +22,12 @@ __all__ = [
     "available_memory",
     "check_backend_variable",
     "check_fits_in_memory",
+    "command_backend",
+    "device_count_option",
     "float_option",
     "int_option",
+    "native_runtime",
     "output_option",
-    "require_simulator",
 ]
 
 #: The largest count a ``range`` (and so a loop over items) can hold.
@@ -138,22 +140,49 @@ def check_backend_variable(parser: argparse.ArgumentParser) -> str | None:
         parser.error(str(exc))
 
 
-def require_simulator(command: str, parser: argparse.ArgumentParser) -> None:
-    """Refuse to run *command*, whose kernels are simulated, on ``ACLASYNC_BACKEND=native``.
+def command_backend(parser: argparse.ArgumentParser) -> str:
+    """The backend ``demo``, ``trace`` and ``bench`` run on: ``native`` when
+    ``$ACLASYNC_BACKEND`` says so, else the simulator (unset included).
+
+    A value that names no backend is a usage error (usage, one error line, exit 2).
+    """
+    return "native" if check_backend_variable(parser) == "native" else "sim"
+
+
+def native_runtime() -> tuple[object, int]:
+    """The native ``acl`` module and its device count.
 
     Raises
     ------
+    aclasync.BackendUnavailableError
+        If ``import acl`` fails (no CANN here).
     CliError
-        (exit status 1, like every command this machine cannot run) if
-        ``$ACLASYNC_BACKEND`` is ``native``; a value that names no backend is a usage
-        error instead.
+        If the runtime answers ``get_device_count`` with an error or no devices.
     """
-    if check_backend_variable(parser) == "native":
+    from .._backend import resolve_backend
+
+    acl, _ = resolve_backend("native")
+    count, ret = acl.rt.get_device_count()
+    if ret or count < 1:
         raise CliError(
-            f"aclasync {command} runs simulated kernels (acl.sim.launch_kernel), which "
-            f"CANN's acl does not have, but {ENV_VAR}={os.environ[ENV_VAR]!r} asks for "
-            f"the native backend: unset {ENV_VAR} or set it to 'sim'"
+            f"{ENV_VAR}=native: acl.rt.get_device_count() gave ({count}, {ret}): "
+            "no device to run on"
         )
+    return acl, int(count)
+
+
+def device_count_option(requested: int | None, default: int, backend: str) -> int:
+    """The number of devices a command uses: *requested*, else *default* (capped by
+    what the native runtime has). Asking the native runtime for more devices than it
+    has is an error (``CliError``)."""
+    if backend != "native":
+        return default if requested is None else requested
+    _, available = native_runtime()
+    if requested is None:
+        return min(default, available)
+    if requested > available:
+        raise CliError(f"--devices {requested}: the native runtime has {available} device(s)")
+    return requested
 
 
 def _gib(nbytes: float) -> str:

@@ -2,8 +2,12 @@
 
 Tracks come from what is observable from outside the runtime:
 
-- the simulator's task observer (``acl.sim.set_observer``): one track per device
-  stream, one span per task;
+- on the simulator, its task observer (``acl.sim.set_observer``): one track per device
+  stream, one span per task; on the native backend, which has no observer, timing
+  events around each stage of each item (upload, compute, download), placed on the
+  host's clock by their device timestamps (``acl.rt.event_elapsed_time`` from an event
+  recorded, and waited for, when the device was set up): one track per stream, one
+  span per stage;
 - the demo's callbacks, on an "items finished" track per device: first a ``set-up``
   span (from the start of the run until the device has opened, made its streams and
   allocated its buffers), then one span per finished item, from the device's previous
@@ -26,6 +30,7 @@ from . import _pipeline
 from ._common import write_text
 from ._demo import ProgressDisplay
 from ._loops import run_on_loop
+from ._workload import describe_line
 
 __all__ = ["TraceRecorder", "run_trace"]
 
@@ -49,6 +54,7 @@ class TraceRecorder:
         self._processes: dict[int, str] = {_RUN_PID: "pipeline"}
         self._tracks: dict[tuple[int, int], str] = {}
         self._stream_tids: dict[tuple[int, int], int] = {}
+        self._stage_tids: dict[tuple[int, str], int] = {}
 
     def span(
         self,
@@ -92,6 +98,16 @@ class TraceRecorder:
             name, start = f"{name} (dropped)", finish
         self.span(pid, tid, name, start, finish, {"stream": f"{stream:#x}"})
 
+    def on_stage(self, device: int, stream: str, name: str, start: float, finish: float) -> None:
+        """The pipeline's ``on_stage``: one span per stage, one track per device stream."""
+        pid = device + 1
+        with self._lock:
+            tid = self._stage_tids.setdefault(
+                (device, stream), _FIRST_STREAM_TID + len(self._stage_tids)
+            )
+        self.name_track(pid, tid, f"device {device}", f"{stream} stream")
+        self.span(pid, tid, name, start, finish, {"from": "timing events"})
+
     def trace(self, other: dict[str, Any]) -> dict[str, Any]:
         """Return the whole trace: metadata events naming the tracks, then the spans."""
         with self._lock:
@@ -107,17 +123,32 @@ class TraceRecorder:
         return {"traceEvents": meta + spans, "displayTimeUnit": "ms", "otherData": other}
 
 
-def run_trace(*, devices: int, items: int, out_path: str, loop: str, out: TextIO) -> int:
-    """Run the demo pipeline on a fresh simulator and write its timeline to *out_path*.
+def run_trace(
+    *,
+    devices: int,
+    items: int,
+    out_path: str,
+    loop: str,
+    out: TextIO,
+    backend: str = "sim",
+    model: bool = False,
+    model_path: str | None = None,
+    workload: str | None = None,
+) -> int:
+    """Run the demo pipeline and write its timeline to *out_path*.
 
-    ``-`` writes the trace to stdout. Progress goes to stderr, the closing message to
-    *out*. Blocks until the run has finished and the trace is written; Ctrl-C cancels
-    the run and raises ``KeyboardInterrupt`` without writing anything.
+    On ``backend="sim"`` the run has a fresh simulator of its own, on ``"native"`` it
+    uses the ``acl`` module; *model*, *model_path* and *workload* are the demo's. ``-``
+    writes the trace to stdout. Progress goes to stderr, the closing message to *out*.
+    Blocks until the run has finished and the trace is written; Ctrl-C cancels the run
+    and raises ``KeyboardInterrupt`` without writing anything.
     """
     recorder = TraceRecorder()
     begun = time.monotonic()
-    runtime = sim.create(device_count=devices)
-    runtime.sim.set_observer(recorder.on_task)
+    runtime: Any = None
+    if backend == "sim":
+        runtime = sim.create(device_count=devices)
+        runtime.sim.set_observer(recorder.on_task)
     items_track = _ItemSpans(recorder, devices)
     display = ProgressDisplay(sys.stderr)
 
@@ -130,35 +161,49 @@ def run_trace(*, devices: int, items: int, out_path: str, loop: str, out: TextIO
         return await _pipeline.run_pipeline(
             devices=devices,
             items=items,
-            backend=runtime,
+            backend=runtime if runtime is not None else backend,
             progress=progress,
             on_ready=items_track.ready,
+            model=model,
+            model_path=model_path,
+            workload=workload,
+            on_stage=None if runtime is not None else recorder.on_stage,
         )
 
     try:
         result = run_on_loop(loop, pipeline)
     finally:
         display.close()
-        runtime.sim.close()
+        if runtime is not None:
+            runtime.sim.close()
     started, finished = items_track.started, time.monotonic()
     recorder.name_track(_RUN_PID, 1, "pipeline", "run")
-    recorder.span(_RUN_PID, 1, "start-up", begun, started, {"what": "simulator, event loop"})
+    recorder.span(_RUN_PID, 1, "start-up", begun, started, {"what": "runtime, event loop"})
     recorder.span(_RUN_PID, 1, "run_pipeline", started, finished, {"loop": loop, "items": items})
     trace = recorder.trace(
         {
             "aclasync": __version__,
+            "backend": backend,
             "devices": devices,
             "items": items,
             "loop": loop,
             "items_per_s": result["items_per_s"],
+            "compute": result["compute"],
+            "stream_tracks": "simulator task observer" if runtime is not None else "timing events",
+            "workloads": result["workloads"],
         }
     )
     where = write_text(out_path, json.dumps(trace) + "\n")
-    print(
-        f"wrote {len(trace['traceEvents'])} trace events to {where}\n"
-        "open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load)",
-        file=out,
+    workloads = result["workloads"]
+    lines = [f"wrote {len(trace['traceEvents'])} trace events to {where}"]
+    if workloads and workloads[min(workloads, key=int)].get("kind") != "sim-kernel":
+        lines.append(describe_line(workloads[min(workloads, key=int)]))
+    if runtime is None:
+        lines.append("stream tracks: one span per stage, from timing events on the device")
+    lines.append(
+        "open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load)"
     )
+    print("\n".join(lines), file=out)
     return 0
 
 
@@ -190,7 +235,7 @@ class _ItemSpans:
             "set-up",
             self.started,
             now,
-            {"what": "open_device, create_stream x2, alloc/alloc_host x4 per slot"},
+            {"what": "open_device, create_stream x2, buffers per slot, workload"},
         )
         self._last_time[device] = now
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import time
 
 from ._args import parsed
@@ -73,9 +74,11 @@ class MemoryCalls(CallGroup):
         if plan is None:
             return ret
         target, source, seconds, pinned = plan
+        pending = [(target, source)]  # emptied when it runs: a finished task keeps no memory
 
         def copy(_: Task) -> None:
-            target[:] = source
+            into, out_of = pending.pop()
+            into[:] = out_of
 
         return self._queue(
             found, Task(found, "memcpy", duration=seconds, action=copy), wait=not pinned
@@ -84,10 +87,13 @@ class MemoryCalls(CallGroup):
     @parsed("acl.rt.memset")
     def memset(self, dev_ptr: int, max_count: int, value: int, count: int, /) -> int:
         check_ints("memset", dev_ptr, max_count, value, count)
-        target, ret = self._plan_fill(dev_ptr, max_count, count)
-        if target is None:
+        plan, ret = self._plan_fill(dev_ptr, max_count, count)
+        if plan is None:
             return ret
-        target[:] = bytes([value & 0xFF]) * count
+        target, seconds = plan
+        _fill(target, value)
+        if seconds > 0:
+            time.sleep(seconds)
         return RC.OK
 
     @parsed("acl.rt.memset_async")
@@ -98,15 +104,16 @@ class MemoryCalls(CallGroup):
         _, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
-        target, ret = self._plan_fill(dev_ptr, max_count, count)
-        if target is None:
+        plan, ret = self._plan_fill(dev_ptr, max_count, count)
+        if plan is None:
             return ret
-        fill = bytes([value & 0xFF]) * count
+        target, seconds = plan
+        pending = [target]  # emptied when it runs: a finished task keeps no memory alive
 
         def write(_: Task) -> None:
-            target[:] = fill
+            _fill(pending.pop(), value)
 
-        return self._queue(found, Task(found, "memset", action=write), wait=False)
+        return self._queue(found, Task(found, "memset", duration=seconds, action=write), wait=False)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -148,15 +155,36 @@ class MemoryCalls(CallGroup):
         seconds = count / (gbps * 1e9) if gbps else 0.0
         return (target, source, seconds, dst_pinned and src_pinned), RC.OK
 
-    def _plan_fill(self, address: int, max_count: int, count: int) -> tuple[memoryview | None, int]:
+    def _plan_fill(
+        self, address: int, max_count: int, count: int
+    ) -> tuple[tuple[memoryview, float] | None, int]:
+        """Validate a fill; return (target view, seconds) or a code.
+
+        A fill of device memory lasts ``count / d2d_gbps`` (the device writes its own
+        memory), one of host memory ``count / h2d_gbps`` (written across the bus).
+        """
         if self._core.context is None:
             return None, RC.CONTEXT_NULL
         if address == 0 or count < 0 or count > max_count:
             return None, RC.INVALID_PARAM
-        target, _, _ = self._core.resolve(address, count, write=True)
+        target, device, _ = self._core.resolve(address, count, write=True)
         if target is None:
             return None, RC.PARAM_INVALID
-        return target, RC.OK
+        profile = self._core.profile
+        gbps = profile.d2d_gbps if device is not None else profile.h2d_gbps
+        return (target, count / (gbps * 1e9)), RC.OK
+
+
+def _fill(target: memoryview, value: int) -> None:
+    """Set every byte of *target* to ``value & 0xFF``, in place.
+
+    ``ctypes.memset`` writes the bytes where they are (no copy of the fill is built) and
+    releases the GIL meanwhile, so a large fill on a scheduler thread holds up no Python
+    thread.
+    """
+    count = target.nbytes
+    if count:
+        ctypes.memset((ctypes.c_char * count).from_buffer(target), value & 0xFF, count)
 
 
 def allocate_device_memory(core: Core, size: int) -> tuple[int, int]:

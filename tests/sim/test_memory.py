@@ -211,6 +211,26 @@ def test_copy_takes_time_from_bandwidth(make_rt, check):
     assert time.perf_counter() - start >= 0.15
 
 
+def test_fills_take_time_from_bandwidth_and_timing_events_see_it(make_rt, check):
+    rt = make_rt(d2d_gbps=0.01, h2d_gbps=0.01)  # 10 MB/s
+    check(rt.rt.set_device(0))
+    stream = check(rt.rt.create_stream())
+    size = 2 << 20  # 0.2 s at 10 MB/s
+    dev = check(rt.rt.malloc(size, 0))
+    start_event, end_event = check(rt.rt.create_event()), check(rt.rt.create_event())
+    check(rt.rt.record_event(start_event, stream))
+    check(rt.rt.memset_async(dev, size, 0x3C, size, stream))
+    check(rt.rt.record_event(end_event, stream))
+    check(rt.rt.synchronize_stream(stream))
+    assert check(rt.rt.event_elapsed_time(start_event, end_event)) >= 150.0  # ms
+    assert download(rt, check, dev, size) == b"\x3c" * size
+    host = check(rt.rt.malloc_host(size))
+    began = time.perf_counter()
+    check(rt.rt.memset(host, size, 0x11, size))
+    assert time.perf_counter() - began >= 0.15, "a blocking fill of host memory takes its time"
+    assert rt.util.ptr_to_bytes(host, 16) == b"\x11" * 16
+
+
 # -- argument and bounds checks --------------------------------------------------------
 
 

@@ -1,10 +1,11 @@
 """``launch``: how fast work can be queued on a stream.
 
-Three ways of queueing N empty kernels and waiting for them, in one run:
+Three ways of queueing N empty pieces of work and waiting for them, in one run (an
+empty kernel ``k`` on the simulator, ``acl.sim.launch_kernel(k, h)``; the smallest
+``memset_async`` of the workload with pyACL alone, ``_workload``):
 
-- ``raw``: ``acl.sim.launch_kernel(k, h)`` N times on one thread, then
-  ``acl.rt.synchronize_stream(h)``;
-- ``aclasync``: ``stream.launch(acl.sim.launch_kernel, k)`` N times, then one
+- ``raw``: the call N times on one thread, then ``acl.rt.synchronize_stream(h)``;
+- ``aclasync``: ``stream.launch(call, ...)`` N times, then one
   ``await stream.synchronize()``;
 - ``to_thread``: one ``await anyio.to_thread.run_sync(...)`` per launch (``set_context``
   plus the launch), then one for the sync; measured on a smaller N and given as a rate.
@@ -22,13 +23,15 @@ import anyio
 import anyio.to_thread
 
 import aclasync
-from aclasync import sim
-from aclasync.sim import Kernel
 
-from ._common import BenchConfig, check, column, expect, raw_close, raw_open, run_on_loop
+from .._workload import Workload
+from ._common import BenchConfig, Target, check, column, expect, raw_close, raw_open, run_on_loop
 from ._stats import percentile, ratio
 
-__all__ = ["run"]
+__all__ = ["RUNS_NATIVE", "run"]
+
+#: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
+RUNS_NATIVE = True
 
 TITLE = "Queued launch rate"
 RAW, ACLASYNC, NAIVE = "raw (1 thread)", "aclasync", "to_thread per launch"
@@ -63,7 +66,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         cfg.progress(
             f"launch [{loop}]: {repeats} x ({n} raw, {n} aclasync, {n_naive} to_thread) launches"
         )
-        seconds, enqueue = run_on_loop(loop, _measure, n, n_naive, repeats)
+        seconds, enqueue, workload = run_on_loop(loop, _measure, cfg.target, n, n_naive, repeats)
         counts = {RAW: n, ACLASYNC: n, NAIVE: n_naive}
         rates = {name: counts[name] / percentile(values, 50) for name, values in seconds.items()}
         for name, rate in rates.items():
@@ -105,20 +108,32 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "'enqueue us' is what one stream.launch() call costs the event loop.",
         ],
         "params": {"n": n, "n_naive": n_naive, "repeats": repeats},
+        "workload": workload,
     }
 
 
 async def _measure(
-    n: int, n_naive: int, repeats: int
-) -> tuple[dict[str, list[float]], list[float]]:
-    acl = sim.create(device_count=1)
+    target: Target, n: int, n_naive: int, repeats: int
+) -> tuple[dict[str, list[float]], list[float], dict[str, Any]]:
+    acl = target.runtime(1)
+    try:
+        return await _measure_on(acl, target, n, n_naive, repeats)
+    finally:
+        target.release(acl)
+
+
+async def _measure_on(
+    acl: Any, target: Target, n: int, n_naive: int, repeats: int
+) -> tuple[dict[str, list[float]], list[float], dict[str, Any]]:
     rt = acl.rt
-    launch = acl.sim.launch_kernel
-    kernel = Kernel()
     seconds: dict[str, list[float]] = {RAW: [], ACLASYNC: [], NAIVE: []}
     enqueue: list[float] = []
     async with aclasync.open_device(0, backend=acl) as dev, dev.create_stream() as stream:
-        stream.launch(launch, kernel)
+        work = await Workload.calibrate(dev, kind=target.workload)
+        # One piece of empty work, as (call, args): queued as call(*args, stream); all
+        # three variants' fills (if fills) go to one small buffer, never at once.
+        launch, args = work.work(0, await _scratch(dev, work))
+        stream.launch(launch, *args)
         await stream.synchronize()
         context, handle = await anyio.to_thread.run_sync(raw_open, acl, 0)
 
@@ -127,15 +142,15 @@ async def _measure(
             failed = 0
             start = time.perf_counter()
             for _ in range(count):
-                failed |= launch(kernel, handle)
+                failed |= launch(*args, handle)
             failed |= rt.synchronize_stream(handle)
             elapsed = time.perf_counter() - start
-            expect(failed, "acl.sim.launch_kernel / acl.rt.synchronize_stream")
+            expect(failed, "launch / acl.rt.synchronize_stream")
             return elapsed
 
         def naive_launch() -> int:
             rt.set_context(context)
-            ret: int = launch(kernel, handle)
+            ret: int = launch(*args, handle)
             return ret
 
         def naive_sync() -> int:
@@ -146,14 +161,14 @@ async def _measure(
         async def naive(count: int) -> float:
             start = time.perf_counter()
             for _ in range(count):
-                expect(await anyio.to_thread.run_sync(naive_launch), "acl.sim.launch_kernel")
+                expect(await anyio.to_thread.run_sync(naive_launch), "launch")
             expect(await anyio.to_thread.run_sync(naive_sync), "acl.rt.synchronize_stream")
             return time.perf_counter() - start
 
         async def via_aclasync(count: int) -> tuple[float, float]:
             start = time.perf_counter()
             for _ in range(count):
-                stream.launch(launch, kernel)
+                stream.launch(launch, *args)
             queued = time.perf_counter()
             await stream.synchronize()
             return time.perf_counter() - start, queued - start
@@ -168,7 +183,16 @@ async def _measure(
             enqueue.append(queued)
             seconds[NAIVE].append(await naive(n_naive))
         await anyio.to_thread.run_sync(raw_close, acl, 0, context, handle)
-    return seconds, enqueue
+        await work.aclose()
+    return seconds, enqueue, work.describe()
+
+
+async def _scratch(dev: aclasync.Device[Any], work: Workload) -> int:
+    """A buffer for the empty work of every variant (none for simulated kernels); the
+    device frees it on close."""
+    if not work.scratch_bytes:
+        return 0
+    return (await dev.alloc(work.scratch_bytes)).ptr
 
 
 def _at_least(value: float | None, target: float) -> bool | None:

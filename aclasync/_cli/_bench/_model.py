@@ -10,6 +10,12 @@ The same request, side by side in one run, at concurrency 1, 16 and 64:
 
 Each of *concurrency* workers takes requests until *n* are done; a sample is one
 request's latency, and the rate is *n* over the wall time.
+
+The model is a registered simulated one, or with ``--model PATH`` the offline model in
+that file (a real ``.om`` on the native backend, which has no other: there, without
+``--model``, the benchmark is skipped). A model of the user's gets inputs of its
+declared shapes; its answers are unknown, so both variants are checked to agree with
+the first answer aclasync got.
 """
 
 from __future__ import annotations
@@ -25,12 +31,16 @@ import anyio.to_thread
 import numpy as np
 
 import aclasync
-from aclasync import sim
 
-from ._common import BenchConfig, check, column, expect, run_on_loop
+from .._pipeline import model_inputs
+from .._workload import time_model
+from ._common import BenchConfig, Skip, Target, check, column, expect, run_on_loop
 from ._stats import ratio, summarize
 
-__all__ = ["run"]
+__all__ = ["RUNS_NATIVE", "run"]
+
+#: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
+RUNS_NATIVE = True
 
 TITLE = "Model inference requests"
 ACLASYNC, BLOCKING = "aclasync", "to_thread + execute"
@@ -64,12 +74,18 @@ CHARTS: list[dict[str, Any]] = [
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Measure request rate and latency on every loop of *cfg*; return the result."""
+    if cfg.target.native and cfg.target.model is None:
+        raise Skip(
+            "on the native backend this benchmark needs --model PATH (an offline model): "
+            "without it, it registers a simulated model (acl.sim)"
+        )
     n = cfg.size(2000, 400, minimum=4)
     rows: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
+    described: dict[str, Any] = {}
     for loop in cfg.loops:
         cfg.progress(f"model [{loop}]: {n} requests per variant at concurrency {CONCURRENCY}")
-        results = run_on_loop(loop, _measure, n)
+        results, described = run_on_loop(loop, _measure, cfg.target, n)
         for concurrency, variants in results.items():
             rates = {name: n / wall for name, (wall, _) in variants.items()}
             for name, (_, latencies) in variants.items():
@@ -112,9 +128,13 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "rows": rows,
         "checks": checks,
         "charts": CHARTS,
+        "workload": described,
         "notes": [
             f"One request: a {SHAPE} float32 input copied in, a model of {DEVICE_US:.0f} us "
-            "device time, one output copied out.",
+            "device time, one output copied out."
+            if cfg.target.model is None
+            else f"One request: the inputs of {cfg.target.model} copied in, one execution, "
+            "its outputs copied out.",
             "aclasync spreads requests over four streams; the simulator's blocking "
             "execute runs on the context's default stream, so blocking requests share it.",
             "to_thread runs in anyio's default thread limiter (40 threads).",
@@ -123,45 +143,82 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     }
 
 
-async def _measure(n: int) -> dict[int, dict[str, tuple[float, list[int]]]]:
-    acl = sim.create(device_count=1)
-    with tempfile.TemporaryDirectory(prefix="aclasync-bench-") as folder:
-        path = acl.sim.register_model(
-            Path(folder) / "bench.om",
-            inputs=[("x", SHAPE, "float32")],
-            outputs=[("y", SHAPE, "float32")],
-            fn=body,
-            duration_us=DEVICE_US,
-        )
-        results: dict[int, dict[str, tuple[float, list[int]]]] = {}
-        async with aclasync.open_device(0, backend=acl) as dev, dev.load_model(path) as model:
-            streams = [await dev.create_stream() for _ in range(STREAMS)]
-            raw = await anyio.to_thread.run_sync(_RawModel, acl, path, max(CONCURRENCY))
-            x = np.ones(SHAPE, dtype=np.float32)
-            expected = body(x)
+async def _measure(
+    target: Target, n: int
+) -> tuple[dict[int, dict[str, tuple[float, list[int]]]], dict[str, Any]]:
+    acl = target.runtime(1)
+    try:
+        if target.model is not None:
+            return await _measure_model(acl, target.model, n, None)
+        with tempfile.TemporaryDirectory(prefix="aclasync-bench-") as folder:
+            path = acl.sim.register_model(
+                Path(folder) / "bench.om",
+                inputs=[("x", SHAPE, "float32")],
+                outputs=[("y", SHAPE, "float32")],
+                fn=body,
+                duration_us=DEVICE_US,
+            )
+            return await _measure_model(acl, path, n, body)
+    finally:
+        target.release(acl)
 
-            async def via_aclasync(worker: int) -> None:
-                (y,) = await model.run(streams[worker % STREAMS], x)
-                if not np.array_equal(y, expected):
-                    raise RuntimeError("aclasync: wrong model output")
 
-            async def via_thread(worker: int) -> None:
-                y = await anyio.to_thread.run_sync(raw.infer, worker, x)
-                if not np.array_equal(y, expected):
-                    raise RuntimeError("to_thread: wrong model output")
+async def _measure_model(
+    acl: Any, path: str, n: int, known: Callable[..., Any] | None
+) -> tuple[dict[int, dict[str, tuple[float, list[int]]]], dict[str, Any]]:
+    """Both variants on the model at *path*; *known* computes its answer, if known."""
+    results: dict[int, dict[str, tuple[float, list[int]]]] = {}
+    async with aclasync.open_device(0, backend=acl) as dev, dev.load_model(path) as model:
+        if any(d < 0 for t in (*model.inputs, *model.outputs) for d in t.shape):
+            raise ValueError(f"{path}: this benchmark runs models of static shapes only")
+        streams = [await dev.create_stream() for _ in range(STREAMS)]
+        raw = await anyio.to_thread.run_sync(_RawModel, acl, path, model, max(CONCURRENCY))
+        if known is not None:
+            xs: list[Any] = [np.ones(SHAPE, dtype=np.float32)]
+        else:
+            xs = model_inputs(0, model.inputs)
+        expected = [known(*xs)] if known is not None else await model.run(streams[0], *xs)
+        if known is None:
+            ins = [await dev.alloc(t.nbytes) for t in model.inputs]
+            outs = [await dev.alloc(t.nbytes) for t in model.outputs]
+            took = await time_model(model, streams[0], ins, outs)
+        described = {
+            "kind": "model",
+            "path": path if known is None else None,
+            "execute_us": DEVICE_US if known is not None else took,
+            "inputs": [f"{t.name} {t.shape} {t.dtype}" for t in model.inputs],
+            "outputs": [f"{t.name} {t.shape} {t.dtype}" for t in model.outputs],
+        }
 
-            for concurrency in CONCURRENCY:
-                await _drive(via_aclasync, concurrency, max(1, n // 10))  # warm the pool
-                await _drive(via_thread, concurrency, max(1, n // 10))
-                results[concurrency] = {
-                    ACLASYNC: await _drive(via_aclasync, concurrency, n),
-                    BLOCKING: await _drive(via_thread, concurrency, n),
-                }
-            await anyio.to_thread.run_sync(raw.close)
-            for stream in streams:
-                await stream.aclose()
-    acl.sim.close()
-    return results
+        def agrees(ys: list[Any]) -> bool:
+            if known is not None:
+                return all(np.array_equal(y, e) for y, e in zip(ys, expected, strict=True))
+            return all(
+                np.allclose(y, e, rtol=1e-3, atol=1e-5, equal_nan=True)
+                for y, e in zip(ys, expected, strict=True)
+            )
+
+        async def via_aclasync(worker: int) -> None:
+            ys = await model.run(streams[worker % STREAMS], *xs)
+            if not agrees(ys):
+                raise RuntimeError("aclasync: wrong model output")
+
+        async def via_thread(worker: int) -> None:
+            ys = await anyio.to_thread.run_sync(raw.infer, worker, xs)
+            if not agrees(ys):
+                raise RuntimeError("to_thread: wrong model output")
+
+        for concurrency in CONCURRENCY:
+            await _drive(via_aclasync, concurrency, max(1, n // 10))  # warm the pool
+            await _drive(via_thread, concurrency, max(1, n // 10))
+            results[concurrency] = {
+                ACLASYNC: await _drive(via_aclasync, concurrency, n),
+                BLOCKING: await _drive(via_thread, concurrency, n),
+            }
+        await anyio.to_thread.run_sync(raw.close)
+        for stream in streams:
+            await stream.aclose()
+    return results, described
 
 
 async def _drive(
@@ -190,7 +247,7 @@ async def _drive(
 class _RawModel:
     """The synchronous service's side: per-worker buffers and datasets; plain pyACL."""
 
-    def __init__(self, acl: Any, path: str, workers: int) -> None:
+    def __init__(self, acl: Any, path: str, model: aclasync.Model, workers: int) -> None:
         rt, mdl = acl.rt, acl.mdl
         self.acl = acl
         expect(rt.set_device(0), "acl.rt.set_device")
@@ -198,46 +255,53 @@ class _RawModel:
         expect(ret, "acl.rt.get_context")
         self.model_id, ret = mdl.load_from_file(path)
         expect(ret, "acl.mdl.load_from_file")
-        self.nbytes = int(np.prod(SHAPE)) * 4
-        self.workers = []
+        self.inputs, self.outputs = model.inputs, model.outputs
+        # Per worker: (device pointers of the inputs, of the outputs, the two datasets
+        # with their data buffers).
+        self.workers: list[tuple[list[int], list[int], list[tuple[int, list[int]]]]] = []
         for _ in range(workers):
-            pointers = []
-            datasets = []
-            for _side in range(2):
-                ptr, ret = rt.malloc(self.nbytes, 0)
-                expect(ret, "acl.rt.malloc")
+            sides = []
+            pointers: list[list[int]] = []
+            for tensors in (self.inputs, self.outputs):
                 dataset = mdl.create_dataset()
-                buffer = acl.create_data_buffer(ptr, self.nbytes)
-                expect(mdl.add_dataset_buffer(dataset, buffer)[1], "acl.mdl.add_dataset_buffer")
-                pointers.append(ptr)
-                datasets.append((dataset, buffer))
-            self.workers.append((pointers, datasets))
+                buffers, ptrs = [], []
+                for tensor in tensors:
+                    ptr, ret = rt.malloc(tensor.nbytes, 0)
+                    expect(ret, "acl.rt.malloc")
+                    buffer = acl.create_data_buffer(ptr, tensor.nbytes)
+                    expect(mdl.add_dataset_buffer(dataset, buffer)[1], "acl.mdl.add_dataset_buffer")
+                    buffers.append(buffer)
+                    ptrs.append(ptr)
+                sides.append((dataset, buffers))
+                pointers.append(ptrs)
+            self.workers.append((pointers[0], pointers[1], sides))
 
-    def infer(self, worker: int, x: Any) -> Any:
+    def infer(self, worker: int, xs: list[Any]) -> list[Any]:
         acl, rt = self.acl, self.acl.rt
-        (dev_in, dev_out), ((ds_in, _), (ds_out, _)) = self.workers[worker]
+        dev_in, dev_out, ((ds_in, _), (ds_out, _)) = self.workers[worker]
         expect(rt.set_context(self.context), "acl.rt.set_context")
-        host_in = np.ascontiguousarray(x)
-        expect(
-            rt.memcpy(dev_in, self.nbytes, acl.util.numpy_to_ptr(host_in), self.nbytes, H2D),
-            "acl.rt.memcpy",
-        )
+        for ptr, x, tensor in zip(dev_in, xs, self.inputs, strict=True):
+            host = np.ascontiguousarray(x)
+            src = acl.util.numpy_to_ptr(host)
+            expect(rt.memcpy(ptr, tensor.nbytes, src, tensor.nbytes, H2D), "acl.rt.memcpy")
         expect(acl.mdl.execute(self.model_id, ds_in, ds_out), "acl.mdl.execute")
-        y = np.empty(SHAPE, dtype=np.float32)
-        expect(
-            rt.memcpy(acl.util.numpy_to_ptr(y), self.nbytes, dev_out, self.nbytes, D2H),
-            "acl.rt.memcpy",
-        )
-        return y
+        ys = []
+        for ptr, tensor in zip(dev_out, self.outputs, strict=True):
+            y = np.empty(tensor.shape, dtype=tensor.dtype)
+            dst = acl.util.numpy_to_ptr(y)
+            expect(rt.memcpy(dst, tensor.nbytes, ptr, tensor.nbytes, D2H), "acl.rt.memcpy")
+            ys.append(y)
+        return ys
 
     def close(self) -> None:
         acl, rt = self.acl, self.acl.rt
         expect(rt.set_context(self.context), "acl.rt.set_context")
-        for pointers, datasets in self.workers:
-            for dataset, buffer in datasets:
+        for dev_in, dev_out, sides in self.workers:
+            for dataset, buffers in sides:
                 expect(acl.mdl.destroy_dataset(dataset), "acl.mdl.destroy_dataset")
-                expect(acl.destroy_data_buffer(buffer), "acl.destroy_data_buffer")
-            for ptr in pointers:
+                for buffer in buffers:
+                    expect(acl.destroy_data_buffer(buffer), "acl.destroy_data_buffer")
+            for ptr in (*dev_in, *dev_out):
                 expect(rt.free(ptr), "acl.rt.free")
         expect(acl.mdl.unload(self.model_id), "acl.mdl.unload")
         expect(rt.reset_device(0), "acl.rt.reset_device")

@@ -32,14 +32,25 @@ import anyio
 import anyio.to_thread
 
 import aclasync
-from aclasync import sim
-from aclasync.sim import Kernel
 
-from ._common import BenchConfig, check, column, expect, raw_close, raw_open, run_on_loop
+from ._common import (
+    BenchConfig,
+    Target,
+    check,
+    column,
+    expect,
+    raw_close,
+    raw_open,
+    run_on_loop,
+    warm_stream,
+)
 from ._floor import BareThread
 from ._stats import ratio, summarize
 
-__all__ = ["run"]
+__all__ = ["RUNS_NATIVE", "run"]
+
+#: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
+RUNS_NATIVE = True
 
 TITLE = "Idle-stream sync round trip"
 TARGET = 0.7  # aclasync / naive to_thread, medians
@@ -86,7 +97,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     checks: list[dict[str, Any]] = []
     for loop in cfg.loops:
         cfg.progress(f"overhead [{loop}]: {rounds} rounds x {per_round} round trips per variant")
-        samples = run_on_loop(loop, _measure, loop, rounds, per_round)
+        samples = run_on_loop(loop, _measure, cfg.target, loop, rounds, per_round)
         medians = {name: summarize(vals, scale=1e-3)["median"] for name, vals in samples.items()}
         naive, raw = medians[NAIVE], medians[RAW]
         # Judged with the threads placed alike when the machine allows it: left to the
@@ -152,11 +163,19 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "taken there, where both threads are placed alike.",
         ],
         "params": {"rounds": rounds, "per_round": per_round},
+        "workload": {"kind": "none", "what": "idle streams: no device work is timed"},
     }
 
 
-async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int]]:
-    acl = sim.create(device_count=1)
+async def _measure(target: Target, loop: str, rounds: int, per_round: int) -> dict[str, list[int]]:
+    acl = target.runtime(1)
+    try:
+        return await _measure_on(acl, loop, rounds, per_round)
+    finally:
+        target.release(acl)
+
+
+async def _measure_on(acl: Any, loop: str, rounds: int, per_round: int) -> dict[str, list[int]]:
     rt = acl.rt
     cpu = _pin_cpu()
     placed = [BARE_PLACED, ACLASYNC_PLACED, PINNED] if cpu is not None else []
@@ -166,8 +185,7 @@ async def _measure(loop: str, rounds: int, per_round: int) -> dict[str, list[int
         samples[STDLIB] = []
     async with aclasync.open_device(0, backend=acl) as dev:
         stream = await dev.create_stream()
-        stream.launch(acl.sim.launch_kernel, Kernel())
-        await stream.synchronize()
+        await warm_stream(stream)
         context, handle = await anyio.to_thread.run_sync(raw_open, acl, 0)
 
         def naive_call() -> int:

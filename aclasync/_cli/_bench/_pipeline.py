@@ -2,20 +2,23 @@
 
 Runs the demo's ``run_pipeline(devices=d, items=n, backend=...)`` on a fresh
 eight-device simulator for each device count and reports items per second and the
-scaling efficiency, ``(rate on d devices / rate on 1) / d``.
+scaling efficiency, ``(rate on d devices / rate on 1) / d``. On the native backend the
+device counts stop at what it has, and the compute step is the demo's pyACL-only one
+(``memset`` work and a device-to-device copy).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aclasync import sim
-
 from .._pipeline import run_pipeline
-from ._common import BenchConfig, check, column, run_on_loop
+from ._common import BenchConfig, Target, check, column, run_on_loop
 from ._stats import ratio
 
-__all__ = ["run"]
+__all__ = ["RUNS_NATIVE", "run"]
+
+#: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
+RUNS_NATIVE = True
 
 TITLE = "Demo pipeline scaling"
 DEVICE_COUNTS = (1, 2, 4, 8)
@@ -45,13 +48,17 @@ CHARTS: list[dict[str, Any]] = [
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the pipeline at every device count on every loop of *cfg*; return the result."""
     items = cfg.size(256, 64, minimum=max(DEVICE_COUNTS))
+    available = cfg.target.devices(max(DEVICE_COUNTS))
+    counts = [devices for devices in DEVICE_COUNTS if devices <= available]
     rows: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
+    workload: dict[str, Any] = {}
     for loop in cfg.loops:
         single: float | None = None
-        for devices in DEVICE_COUNTS:
+        for devices in counts:
             cfg.progress(f"pipeline [{loop}]: {items} items on {devices} device(s)")
-            figures = run_on_loop(loop, _one, devices, items)
+            figures = run_on_loop(loop, _one, cfg.target, devices, items)
+            workload = figures["workloads"]["0"]
             rate = float(figures["items_per_s"])
             if devices == 1:
                 single = rate
@@ -88,13 +95,16 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "checks": checks,
         "charts": CHARTS,
         "notes": ["efficiency = (items/s on d devices / items/s on 1 device) / d."],
-        "params": {"items": items, "device_counts": list(DEVICE_COUNTS)},
+        "params": {"items": items, "device_counts": counts},
+        "workload": workload,
     }
 
 
-async def _one(devices: int, items: int) -> dict[str, Any]:
-    backend = sim.create(device_count=max(DEVICE_COUNTS))
+async def _one(target: Target, devices: int, items: int) -> dict[str, Any]:
+    backend = target.runtime(max(DEVICE_COUNTS))
     try:
-        return await run_pipeline(devices=devices, items=items, backend=backend)
+        return await run_pipeline(
+            devices=devices, items=items, backend=backend, workload=target.workload
+        )
     finally:
-        backend.sim.close()
+        target.release(backend)

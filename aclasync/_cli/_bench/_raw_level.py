@@ -14,6 +14,12 @@ and posts right after its wait returns.
 same wait in the same run: its CPU never goes idle between samples. A floor taken from
 a thread that slept instead of waiting on the device is taken on a different CPU state.
 Either way "aclasync - raw - floor" would include the difference.)
+
+With a ``_workload`` of pyACL alone (``memset``) there is no kernel to stamp its own
+end: the thread records a timing event before and after the work instead, and the
+sample's ``ran`` is the device time between them (``acl.rt.event_elapsed_time``) and
+its ``latency`` the wait beyond it, launch to return. On the simulator the thread has a
+simulated runtime of its own; on the native backend it shares the ``acl`` module.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from aclasync import sim
 from aclasync._loop import Waiter, current_delivery
 from aclasync.sim import Kernel
 
-from ._common import expect
+from .._workload import Workload
+from ._common import expect, warm_up
 
 __all__ = ["RawSample", "RawThread", "Stamp"]
 
@@ -64,8 +71,9 @@ class Stamp:
 class RawSample:
     """One raw sample, in seconds (``perf_counter`` stamps and ``thread_time``)."""
 
-    ran: float  #: the kernel's measured length
-    latency: float  #: kernel end -> ``synchronize_stream`` returned
+    ran: float  #: the kernel's measured length (with events: the device time)
+    latency: float  #: kernel end -> ``synchronize_stream`` returned (events: launch ->
+    #: return, minus the device time)
     posted: float  #: when the thread posted the waiter
     thread_cpu: float  #: the thread's CPU time inside ``synchronize_stream``
 
@@ -80,11 +88,22 @@ class RawThread:
     ----------
     modes:
         Stream flags by mode name (``acl.rt.create_stream_with_config``).
+    work:
+        The device work to time with events (a ``memset`` workload), or ``None`` for
+        stamped simulated kernels.
+    acl:
+        The runtime to share (the native ``acl``), or ``None`` for a simulator of the
+        thread's own.
     """
 
-    def __init__(self, modes: dict[str, int]) -> None:
+    def __init__(
+        self, modes: dict[str, int], work: Workload | None = None, acl: Any = None
+    ) -> None:
         self._modes = dict(modes)
-        self._acl: Any = sim.create(device_count=1)
+        self._own = acl is None
+        self._device_set = False
+        self._acl: Any = sim.create(device_count=1) if acl is None else acl
+        self._work = work
         self._go = _thread.allocate_lock()
         self._go.acquire()  # held until there is a job
         self._jobs: deque[tuple[Waiter, str, float] | None] = deque()
@@ -97,7 +116,7 @@ class RawThread:
         self._ready.wait()
         if self._failure is not None:
             self._thread.join(_JOIN_TIMEOUT_S)
-            self._acl.sim.close()
+            self._release_runtime()
             raise self._failure
         return self
 
@@ -110,7 +129,11 @@ class RawThread:
             self._jobs.append(None)
             self._release()
             self._thread.join(_JOIN_TIMEOUT_S)
-        self._acl.sim.close()
+        self._release_runtime()
+
+    def _release_runtime(self) -> None:
+        if self._own:
+            self._acl.sim.close()
 
     async def sample(self, mode: str, length: float) -> tuple[RawSample, float]:
         """Run one sample of a *length*-second kernel on *mode*'s stream.
@@ -132,26 +155,49 @@ class RawThread:
             pass
 
     def _serve(self) -> None:
+        rt = self._acl.rt
+        streams: dict[str, int] = {}
+        timed: tuple[int, int, int] | None = None  # scratch, start event, end event
         try:
-            rt = self._acl.rt
             expect(rt.set_device(0), "acl.rt.set_device")
-            streams: dict[str, int] = {}
+            self._device_set = True
             for mode, flags in self._modes.items():
                 handle, ret = rt.create_stream_with_config(0, flags)
                 expect(ret, "acl.rt.create_stream_with_config")
                 streams[mode] = handle
-                expect(self._acl.sim.launch_kernel(Kernel(), handle), "acl.sim.launch_kernel")
-                expect(rt.synchronize_stream(handle), "acl.rt.synchronize_stream")
+                warm_up(self._acl, handle)
+            if self._work is not None:
+                scratch, ret = rt.malloc(max(self._work.scratch_bytes, 32), 0)
+                expect(ret, "acl.rt.malloc")
+                start, ret = rt.create_event()
+                expect(ret, "acl.rt.create_event")
+                end, ret = rt.create_event()
+                expect(ret, "acl.rt.create_event")
+                timed = (scratch, start, end)
         except BaseException as exc:
             self._failure = exc
+            self._teardown(streams, timed)
             return
         finally:
             self._ready.set()
         try:
-            self._answer(streams)
+            if timed is None:
+                self._answer(streams)
+            else:
+                self._answer_timed(streams, timed)
         finally:
-            for handle in streams.values():
-                rt.destroy_stream(handle)
+            self._teardown(streams, timed)
+
+    def _teardown(self, streams: dict[str, int], timed: tuple[int, int, int] | None) -> None:
+        rt = self._acl.rt
+        if timed is not None:
+            scratch, start, end = timed
+            rt.destroy_event(start)
+            rt.destroy_event(end)
+            rt.free(scratch)
+        for handle in streams.values():
+            rt.destroy_stream(handle)
+        if self._device_set:
             rt.reset_device(0)
 
     def _answer(self, streams: dict[str, int]) -> None:
@@ -176,6 +222,43 @@ class RawThread:
                     expect(ret, "acl.rt.synchronize_stream")
                     ran, latency = stamp.end - stamp.start, returned - stamp.end
                     waiter.result = outcome.Value(RawSample(ran, latency, clock(), cpu))
+                except Exception as exc:  # handed to the coroutine, which raises it
+                    waiter.result = outcome.Error(exc)
+                waiter.delivery.post((waiter,))
+
+    def _answer_timed(self, streams: dict[str, int], timed: tuple[int, int, int]) -> None:
+        """``_answer`` with the work of ``self._work``, timed by two events around it."""
+        assert self._work is not None
+        work, acl = self._work, self._acl
+        rt = acl.rt
+        record, sync, elapsed = rt.record_event, rt.synchronize_stream, rt.event_elapsed_time
+        scratch, start, end = timed
+        jobs, go = self._jobs, self._go
+        clock, cpu_clock = time.perf_counter, time.thread_time
+        while True:
+            go.acquire()
+            while jobs:
+                job = jobs.popleft()
+                if job is None:
+                    return
+                waiter, mode, length = job
+                try:
+                    handle = streams[mode]
+                    fn, args = work.work(length * 1e6, scratch, acl)
+                    launched = clock()
+                    expect(record(start, handle), "acl.rt.record_event")
+                    expect(fn(*args, handle), "the workload's launch")
+                    expect(record(end, handle), "acl.rt.record_event")
+                    cpu = cpu_clock()
+                    ret = sync(handle)
+                    returned = clock()
+                    cpu = cpu_clock() - cpu
+                    expect(ret, "acl.rt.synchronize_stream")
+                    ms, ret = elapsed(start, end)
+                    expect(ret, "acl.rt.event_elapsed_time")
+                    ran = ms / 1e3
+                    sample = RawSample(ran, returned - launched - ran, clock(), cpu)
+                    waiter.result = outcome.Value(sample)
                 except Exception as exc:  # handed to the coroutine, which raises it
                     waiter.result = outcome.Error(exc)
                 waiter.delivery.post((waiter,))

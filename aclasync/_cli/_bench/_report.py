@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from .._common import write_text
+from .._workload import describe_line
 
-__all__ = ["describe_machine", "format_table", "write_json"]
+__all__ = ["describe_backend", "describe_machine", "format_table", "write_json"]
 
 _PACKAGES = ("aclasync", "anyio", "trio", "uvloop", "numpy", "sniffio")
 
@@ -31,6 +32,28 @@ def describe_machine() -> dict[str, Any]:
         "load_average": load,
         "packages": {name: _version(name) for name in _PACKAGES},
         "git": _git(),
+    }
+
+
+def describe_backend(backend: str) -> dict[str, Any]:
+    """The backend a run used: its name, and for ``native`` what its ``acl`` module is."""
+    if backend != "native":
+        return {"name": backend, "acl": "aclasync.sim (a fresh runtime per measurement)"}
+    from ..._backend import is_aclasync_simulator, resolve_backend
+
+    acl, _ = resolve_backend("native")
+    origin = getattr(acl, "__file__", None)
+    version = None
+    get_version = getattr(acl, "get_version", None)
+    if callable(get_version):
+        *numbers, ret = get_version()
+        version = ".".join(str(n) for n in numbers) if ret == 0 else None
+    return {
+        "name": backend,
+        "acl": origin if isinstance(origin, str) else "built in",
+        "acl_is_simulator": is_aclasync_simulator(acl),
+        "acl_version": version,
+        "soc": acl.get_soc_name(),
     }
 
 
@@ -53,6 +76,13 @@ def format_table(results: dict[str, Any]) -> str:
         mode = "quick" if config.get("quick") else "full"
         loops = ", ".join(config.get("loops", []))
         lines.append(f"# {mode} run on {loops}; {config.get('seconds', 0):.1f} s")
+        backend = config.get("backend") or {}
+        if backend.get("name") == "native":
+            what = "aclasync's simulator as acl" if backend.get("acl_is_simulator") else "CANN"
+            lines.append(
+                f"# native backend: {what} ({backend.get('acl')}), "
+                f"ACL {backend.get('acl_version')}, SoC {backend.get('soc')}"
+            )
         if config.get("quick"):
             lines.append(
                 "# the targets are for full runs: a quick run's small samples make "
@@ -61,6 +91,8 @@ def format_table(results: dict[str, Any]) -> str:
     for name, bench in results.get("benchmarks", {}).items():
         lines.append("")
         lines.append(f"== {name}: {bench.get('title', '')} ({bench.get('seconds', 0):.1f} s)")
+        if bench.get("workload"):
+            lines.append(f"  {describe_line(bench['workload'])}")
         lines.extend(_table(bench["columns"], bench["rows"]))
         for extra in bench.get("tables", []):
             lines.append(f"  -- {extra['title']}")

@@ -26,11 +26,11 @@ from . import (
     _soak,
     _sync_modes,
 )
-from ._common import BenchConfig, Progress, Skip
+from ._common import BenchConfig, Progress, Skip, Target
 from ._plot import plot
-from ._report import describe_machine, write_json
+from ._report import describe_backend, describe_machine, write_json
 
-__all__ = ["BENCHMARKS", "Benchmark", "run", "stderr_progress"]
+__all__ = ["BENCHMARKS", "Benchmark", "run", "runs_native", "stderr_progress"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +87,9 @@ def run(
     progress: Progress = stderr_progress,
     scale: float = 1.0,
     seconds: float | None = None,
+    backend: str = "sim",
+    workload: str | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """Run benchmarks and return their results; blocks for seconds to minutes.
 
@@ -113,6 +116,14 @@ def run(
         Multiplies every sample count and size (for smoke tests: e.g. ``0.05``).
     seconds:
         Run time per loop of timed benchmarks (``soak``); ``None``: their default.
+    backend:
+        ``"sim"`` (a fresh simulator per measurement) or ``"native"`` (the ``acl``
+        module); benchmarks that need the simulator are skipped on ``native``.
+    workload:
+        The device work (``"sim-kernel"`` or ``"memset"``; ``None``: the runtime's
+        default); each result's ``workload`` says what ran.
+    model:
+        An offline model's file for ``model`` (``None``: a registered simulated one).
 
     Returns
     -------
@@ -133,7 +144,17 @@ def run(
         raise RuntimeError("none of the requested event loops is available")
     if seconds is not None and not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
-    cfg = BenchConfig(quick=quick, loops=wanted, progress=progress, scale=scale, seconds=seconds)
+    if backend not in ("sim", "native"):
+        raise ValueError(f"backend must be 'sim' or 'native', got {backend!r}")
+    target = Target(backend=backend, workload=workload, model=model)
+    cfg = BenchConfig(
+        quick=quick,
+        loops=wanted,
+        progress=progress,
+        scale=scale,
+        seconds=seconds,
+        target=target,
+    )
     started = time.perf_counter()
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     machine = describe_machine()
@@ -141,6 +162,11 @@ def run(
     skipped: dict[str, str] = {}
     for name in selected:
         progress(f"{name}: {BENCHMARKS[name].summary}")
+        if target.native and not runs_native(BENCHMARKS[name]):
+            reason = "needs the simulator (acl.sim); not run on the native backend"
+            progress(f"{name}: {reason}")
+            skipped[name] = reason
+            continue
         begun = time.perf_counter()
         try:
             result = BENCHMARKS[name].fn(cfg)
@@ -159,6 +185,9 @@ def run(
             "loops": list(wanted),
             "unavailable_loops": unavailable,
             "scale": scale,
+            "backend": describe_backend(backend),
+            "workload": workload,
+            "model": model,
             "started": stamp,
             "seconds": time.perf_counter() - started,
         },
@@ -171,6 +200,14 @@ def run(
         plot(results, plot_path)
         progress(f"wrote {plot_path}")
     return results
+
+
+def runs_native(bench: Benchmark) -> bool:
+    """Whether *bench* runs on the native backend: its module says so (``RUNS_NATIVE``).
+
+    A benchmark that drives ``acl.sim`` leaves it out, and is skipped there with one line.
+    """
+    return bool(getattr(sys.modules[bench.fn.__module__], "RUNS_NATIVE", False))
 
 
 def _select_benchmarks(names: Iterable[str] | None, quick: bool) -> tuple[str, ...]:

@@ -7,6 +7,11 @@ awaits ``stream.synchronize()`` right after it, so every waiter has its own comp
 to wait for. With all waiters parked, open the gate and time until the last resumes,
 while a 1 ms ticker task in the same loop records how late it wakes.
 
+With pyACL alone (the ``memset`` workload: the native backend, or ``--workload
+memset``) the gate is a blocking host callback (``_gates``: ``acl.rt.launch_callback``
+and a report thread per device) and each waiter's work a fill of ``KERNEL_US``; on the
+native backend the devices are as many of 8 as it has.
+
 Memory per waiter is ``tracemalloc`` (all threads) around creating the parked waiters,
 minus the cost of the same number of bare launches measured just before; it is the
 Python heap a parked waiter adds (task, coroutine, waiter, the worker's watch and the
@@ -25,13 +30,17 @@ from typing import Any
 import anyio
 
 import aclasync
-from aclasync import sim
 from aclasync.sim import Kernel
 
-from ._common import BenchConfig, Progress, check, column, run_on_loop
+from .._gates import DeviceGates
+from .._workload import Workload
+from ._common import BenchConfig, Progress, Target, check, column, run_on_loop, warm_stream
 from ._stats import percentile
 
-__all__ = ["run"]
+__all__ = ["RUNS_NATIVE", "run"]
+
+#: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
+RUNS_NATIVE = True
 
 TITLE = "Concurrent waiters over 8 devices"
 DEVICES = 8
@@ -78,11 +87,13 @@ CHARTS: list[dict[str, Any]] = [
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the waiter flood on every loop of *cfg*; return the result."""
     n = cfg.size(10_000, 2_000, minimum=DEVICES)
+    devices = cfg.target.devices(DEVICES)
     rows = []
     checks = []
+    workload: dict[str, Any] = {}
     for loop in cfg.loops:
-        cfg.progress(f"scale [{loop}]: {n} waiters over {DEVICES} devices")
-        row = run_on_loop(loop, _measure, n, cfg.progress)
+        cfg.progress(f"scale [{loop}]: {n} waiters over {devices} devices")
+        row, workload = run_on_loop(loop, _measure, cfg.target, devices, n, cfg.progress)
         row["loop"] = loop
         rows.append(row)
         per_device = row["aclasync_threads_per_device"]
@@ -105,7 +116,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             check(f"ticker p99 ms [{loop}]", tick, f"< {TICK_TARGET_MS:g}", tick < TICK_TARGET_MS)
         )
         woken = cfg.size(ONE_EVENT_WAITERS, ONE_EVENT_WAITERS)
-        row.update(run_on_loop(loop, _one_event_stall, woken))
+        row.update(run_on_loop(loop, _one_event_stall, cfg.target, woken))
         stall = row["one_event_stall_ms"]
         checks.append(
             check(f"longest stall waking {woken:,} [{loop}]", stall, "<= 20", stall <= 20)
@@ -159,39 +170,67 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "5k/1 event stall: the longest a 1 ms ticker was late while 5,000 tasks "
             "parked on one event (held by a gate kernel) all resumed.",
         ],
-        "params": {"waiters": n, "devices": DEVICES, "kernel_us": KERNEL_US},
+        "params": {"waiters": n, "devices": devices, "kernel_us": KERNEL_US},
+        "workload": workload,
     }
 
 
-async def _measure(n: int, progress: Progress) -> dict[str, Any]:
-    acl = sim.create(device_count=DEVICES)
-    launch = acl.sim.launch_kernel
-    kernel = Kernel(duration_us=KERNEL_US)
-    empty = Kernel()
+async def _measure(
+    target: Target, count: int, n: int, progress: Progress
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    acl = target.runtime(count)
+    try:
+        return await _measure_on(acl, target, count, n, progress)
+    finally:
+        target.release(acl)
+
+
+async def _measure_on(
+    acl: Any, target: Target, count: int, n: int, progress: Progress
+) -> tuple[dict[str, Any], dict[str, Any]]:
     gate = threading.Event()
     base_threads = threading.active_count()
     idle_ticks = await _idle_ticks(0.2)
     async with contextlib.AsyncExitStack() as stack:
         devices = []
+        loads: list[Workload] = []
         active = []  # threads running once 1, 2, ... devices are open and working
-        for i in range(DEVICES):
+        for i in range(count):
             dev = await stack.enter_async_context(aclasync.open_device(i, backend=acl))
             devices.append(dev)
+            loads.append(await Workload.calibrate(dev, kind=target.workload))
             for _ in range(2):
                 stream = await stack.enter_async_context(dev.create_stream())
-                stream.launch(launch, empty)
-                await stream.synchronize()
+                await warm_stream(stream)
             active.append(threading.active_count())
         work = [await stack.enter_async_context(dev.create_stream()) for dev in devices]
         probes = [await stack.enter_async_context(dev.create_stream()) for dev in devices]
         for stream in (*work, *probes):
-            stream.launch(launch, empty)
-            await stream.synchronize()
-        for stream in work:
-            stream.launch(launch, Kernel(fn=lambda: gate.wait(_GATE_TIMEOUT_S)))
+            await warm_stream(stream)
+        # One object each for every launch, as a program that launches the same kernel
+        # does: (call, args), queued as call(*args, stream).
+        empty, kernel = [], []
+        for load, stream in zip(loads, work, strict=True):
+            await load.prepare(stream)
+            empty.append(load.work_for(stream, 0))
+            kernel.append(load.work_for(stream, KERNEL_US))
+        held = []
+        if loads[0].kind == "sim-kernel":
+            for stream in work:
+                stream.launch(acl.sim.launch_kernel, Kernel(fn=lambda: gate.wait(_GATE_TIMEOUT_S)))
+        else:
+            for dev, stream in zip(devices, work, strict=True):
+                gates = await stack.enter_async_context(DeviceGates(dev))
+                held.append(await gates.hold(stream))
+
+        def open_gate() -> None:
+            gate.set()
+            for each in held:
+                each.open()
+
         # Pushed last, so it runs first on every way out (Ctrl-C included): closing a
         # stream waits for its queued work, which waits for the gate.
-        stack.callback(gate.set)
+        stack.callback(open_gate)
         progress(f"scale: the gate is shut; parking {n} waiters")
 
         async def barrier() -> None:
@@ -204,7 +243,8 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
         try:
             before = tracemalloc.take_snapshot()
             for i in range(n):
-                work[i % DEVICES].launch(launch, empty)
+                fn, args = empty[i % count]
+                work[i % count].launch(fn, *args)
             await barrier()
             launched = tracemalloc.take_snapshot()
             launch_cost = _by_component(before, launched)
@@ -214,9 +254,9 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
             all_parked = anyio.Event()
             all_done = anyio.Event()
 
-            async def waiter(stream: aclasync.Stream) -> None:
+            async def waiter(stream: aclasync.Stream, fn: Any, args: tuple[Any, ...]) -> None:
                 nonlocal parked, finished
-                stream.launch(launch, kernel)  # here, so each waiter has its own work
+                stream.launch(fn, *args)  # here, so each waiter has its own work
                 parked += 1
                 if parked == n:
                     all_parked.set()
@@ -228,7 +268,7 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
             async with anyio.create_task_group() as tg:
                 started = time.perf_counter()
                 for i in range(n):
-                    tg.start_soon(waiter, work[i % DEVICES])
+                    tg.start_soon(waiter, work[i % count], *kernel[i % count])
                 await all_parked.wait()
                 await barrier()
                 setup = time.perf_counter() - started
@@ -244,7 +284,7 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
                 threads: list[int] = []
                 tg.start_soon(_tick, all_done, ticks, threads)
                 opened = time.perf_counter()
-                gate.set()
+                open_gate()
                 with anyio.fail_after(_GATE_TIMEOUT_S):
                     await all_done.wait()
                 complete = time.perf_counter() - opened
@@ -254,17 +294,18 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
     peak = max([peak, *threads])
     own_threads = sum(name.startswith("aclasync-device") for name in names)
     per_waiter = {key: (waiter_cost[key] - launch_cost[key]) / n for key in waiter_cost}
-    return {
+    growth = (active[-1] - active[0]) / (count - 1) if count > 1 else None
+    row = {
         "waiters": n,
         "setup_s": setup,
         "complete_s": complete,
-        "device_s": n / DEVICES * KERNEL_US / 1e6,
+        "device_s": n / count * KERNEL_US / 1e6,
         "peak_threads": peak - base_threads,
-        "threads_per_device": (active[-1] - active[0]) / (DEVICES - 1),
-        "threads_constant": active[0] - base_threads - (active[-1] - active[0]) / (DEVICES - 1),
+        "threads_per_device": growth,
+        "threads_constant": None if growth is None else active[0] - base_threads - growth,
         "worker_threads": own_threads,
         "sim_threads": sum(name.startswith("aclasync-sim-") for name in names),
-        "aclasync_threads_per_device": own_threads / DEVICES,
+        "aclasync_threads_per_device": own_threads / count,
         "bytes_per_launch": sum(launch_cost.values()) / n,
         "bytes_per_waiter": sum(per_waiter.values()),
         "bytes_front_end": per_waiter["aclasync"],
@@ -277,6 +318,7 @@ async def _measure(n: int, progress: Progress) -> dict[str, Any]:
         "tick_max_ms": max(ticks) * 1e3,
         "ticks": len(ticks),
     }
+    return row, loads[0].describe()
 
 
 def _by_component(first: tracemalloc.Snapshot, second: tracemalloc.Snapshot) -> dict[str, float]:
@@ -306,37 +348,51 @@ async def _tick(stop: anyio.Event, lateness: list[float], threads: list[int]) ->
             return
 
 
-async def _one_event_stall(n: int) -> dict[str, Any]:
-    """Park *n* tasks on one event behind a gate kernel; open it; the longest stall."""
-    acl = sim.create(device_count=1)
+async def _one_event_stall(target: Target, n: int) -> dict[str, Any]:
+    """Park *n* tasks on one event behind a gate; open it; the longest stall."""
+    acl = target.runtime(1)
     gate = threading.Event()
-    async with aclasync.open_device(0, backend=acl) as dev, dev.create_stream() as stream:
-        try:
-            stream.launch(acl.sim.launch_kernel, Kernel(fn=lambda: gate.wait(_GATE_TIMEOUT_S)))
-            event = await stream.record_event()
-            resumed = 0
-            all_done = anyio.Event()
+    try:
+        async with aclasync.open_device(0, backend=acl) as dev, dev.create_stream() as stream:
+            held = None
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    if (await Workload.calibrate(dev, kind=target.workload)).kind == "sim-kernel":
+                        gated = Kernel(fn=lambda: gate.wait(_GATE_TIMEOUT_S))
+                        stream.launch(acl.sim.launch_kernel, gated)
+                    else:
+                        gates = await stack.enter_async_context(DeviceGates(dev))
+                        held = await gates.hold(stream)
+                    event = await stream.record_event()
+                    resumed = 0
+                    all_done = anyio.Event()
 
-            async def waiter() -> None:
-                nonlocal resumed
-                await event.synchronize()
-                resumed += 1
-                if resumed == n:
-                    all_done.set()
+                    async def waiter() -> None:
+                        nonlocal resumed
+                        await event.synchronize()
+                        resumed += 1
+                        if resumed == n:
+                            all_done.set()
 
-            async with anyio.create_task_group() as tg:
-                for _ in range(n):
-                    tg.start_soon(waiter)
-                await anyio.wait_all_tasks_blocked()
-                gc.collect()
-                ticks: list[float] = []
-                tg.start_soon(_tick, all_done, ticks, [])
-                await anyio.sleep(0.01)  # the ticker runs before the wake-up starts
+                    async with anyio.create_task_group() as tg:
+                        for _ in range(n):
+                            tg.start_soon(waiter)
+                        await anyio.wait_all_tasks_blocked()
+                        gc.collect()
+                        ticks: list[float] = []
+                        tg.start_soon(_tick, all_done, ticks, [])
+                        await anyio.sleep(0.01)  # the ticker runs before the wake-up starts
+                        gate.set()
+                        if held is not None:
+                            held.open()
+                        with anyio.fail_after(_GATE_TIMEOUT_S):
+                            await all_done.wait()
+            finally:
                 gate.set()
-                with anyio.fail_after(_GATE_TIMEOUT_S):
-                    await all_done.wait()
-        finally:
-            gate.set()
+                if held is not None:
+                    held.open()
+    finally:
+        target.release(acl)
     return {"one_event_stall_ms": max(ticks) * 1e3}
 
 

@@ -27,6 +27,16 @@ CPU per sync: ``time.thread_time()`` of the raw thread around ``synchronize_stre
 of syncs (both levels; it includes the simulator's threads, the event loop and, through
 aclasync, the worker). The CPU of a long quiet wait is measured by ``_quiet_wait`` and
 reported here as a second table.
+
+With pyACL alone (the ``memset`` workload: the native backend, or ``--workload
+memset``) no kernel can stamp its own end on the host's clock. Each sample then brackets
+its work with two timing events (``_workload.Stopwatch``; the raw thread records its
+own) and the device time between them, ``ran``, is taken off the time from the
+coroutine handing the work over to it running again: latency = resumed - handed over
+- ran, at both levels. It holds a thread wake-up before the launch as well as the one
+after the wait (the loop wakes the worker or the raw thread), the same at both levels,
+so ``raw+floor`` is the raw level's latency taken the same way, ``floor`` its post to
+resume, ``raw`` the rest, and ``over`` = p50(aclasync) - p50(raw+floor).
 """
 
 from __future__ import annotations
@@ -36,15 +46,19 @@ from collections.abc import Callable
 from typing import Any
 
 import aclasync
-from aclasync import StreamFlag, sim
+from aclasync import StreamFlag
 from aclasync.sim import Kernel
 
+from .._workload import Stopwatch, Workload
 from . import _quiet_wait
-from ._common import BenchConfig, check, column, run_on_loop
+from ._common import BenchConfig, Target, check, column, run_on_loop, warm_stream
 from ._raw_level import RawThread, Stamp
 from ._stats import percentile, ratio
 
-__all__ = ["run"]
+__all__ = ["RUNS_NATIVE", "run"]
+
+#: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
+RUNS_NATIVE = True
 
 TITLE = "Sync modes: completion-to-resume latency and CPU per sync"
 MODES: dict[str, int] = {
@@ -61,6 +75,28 @@ OVER_TARGET_US = 20.0
 
 #: What one mode at one kernel length gave: lists of per-sync figures and totals.
 _Cell = dict[str, Any]
+
+#: How latency is taken, with simulated kernels that stamp their own end.
+STAMPED_NOTES = [
+    "Latency: kernel completion (stamped by the kernel on the simulated device) to "
+    "the waiter running again. 'ran us' is the kernel's measured length.",
+    "raw: p50 of a plain thread's samples (woken by the loop per sample, it "
+    "launches, calls synchronize_stream and posts the waiter), interleaved with "
+    "that loop's rounds (the raw rows show the first loop's); floor: p50 of that "
+    "thread's post to the coroutine running again, through aclasync's own wake "
+    "path; raw+floor: p50 of the two summed per sample; over = p50(aclasync) - "
+    "raw+floor.",
+]
+#: How latency is taken with pyACL alone: timing events around the work.
+TIMED_NOTES = [
+    "Latency (pyACL alone): from handing the work over (stream.launch, or waking the "
+    "raw thread) to the waiter running again, minus 'ran us', the work's device time "
+    "between two timing events recorded around it.",
+    "raw: a plain thread woken by the loop per sample (it records, launches, records, "
+    "calls synchronize_stream and posts the waiter); raw+floor: its latency taken the "
+    "same way as aclasync's; floor: its post to the coroutine running again; raw: "
+    "raw+floor - floor; over = p50(aclasync) - p50(raw+floor).",
+]
 
 
 #: The charts ``aclasync bench --plot`` draws (see ``_plot``).
@@ -103,13 +139,17 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     levels: dict[str, dict[tuple[str, int], _Cell]] = {}
     raws: dict[str, dict[tuple[str, int], _Cell]] = {}
     quiet: list[dict[str, Any]] = []
+    workload: dict[str, Any] = {}
     for loop in cfg.loops:
         cfg.progress(
             f"sync-modes [{loop}]: {sum(counts.values())} syncs per mode via aclasync, "
             "interleaved with as many on a raw thread"
         )
-        levels[loop], raws[loop] = run_on_loop(loop, _aclasync_level, counts, rounds)
+        levels[loop], raws[loop], workload = run_on_loop(
+            loop, _aclasync_level, cfg.target, counts, rounds
+        )
         quiet.extend(_quiet_wait.measure(cfg, loop))
+    stamped = workload.get("kind") == "sim-kernel"
     # The raw row shown is that of the first loop's run; each loop's "over" is taken
     # against the raw samples interleaved with its own rounds.
     rows = _rows({"raw": raws[cfg.loops[0]], **levels}, raws)
@@ -137,19 +177,13 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "tables": [_quiet_wait.table(quiet)],
         "checks": _checks(rows, list(levels)) + _over_checks(rows) + _quiet_wait.checks(quiet),
         "charts": CHARTS,
+        "workload": workload,
         "notes": [
-            "Latency: kernel completion (stamped by the kernel on the simulated device) to "
-            "the waiter running again. 'ran us' is the kernel's measured length.",
+            *(STAMPED_NOTES if stamped else TIMED_NOTES),
             "thr cpu: thread_time of the raw waiting thread per sync; proc cpu: "
             "process_time per launch+sync, all threads (simulator included).",
             "gap kept: (default p50 - this mode's p50) through aclasync on that loop, "
             "divided by the same gap at the raw level.",
-            "raw: p50 of a plain thread's samples (woken by the loop per sample, it "
-            "launches, calls synchronize_stream and posts the waiter), interleaved with "
-            "that loop's rounds (the raw rows show the first loop's); floor: p50 of that "
-            "thread's post to the coroutine running again, through aclasync's own wake "
-            "path; raw+floor: p50 of the two summed per sample; over = p50(aclasync) - "
-            "raw+floor.",
             *_quiet_wait.NOTES,
         ],
         "params": {
@@ -163,6 +197,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 def _new_cell() -> _Cell:
     return {
         "latency": [],
+        "raw": [],
         "ran": [],
         "floor": [],
         "raw_floor": [],
@@ -172,35 +207,60 @@ def _new_cell() -> _Cell:
 
 
 async def _aclasync_level(
-    counts: dict[int, int], rounds: int
-) -> tuple[dict[tuple[str, int], _Cell], dict[tuple[str, int], _Cell]]:
+    target: Target, counts: dict[int, int], rounds: int
+) -> tuple[dict[tuple[str, int], _Cell], dict[tuple[str, int], _Cell], dict[str, Any]]:
     """Every mode and length through aclasync and on the raw thread, interleaved.
 
-    Returns the aclasync cells and the raw cells (whose ``floor`` lists hold the
-    raw thread's post-to-resume times, and ``raw_floor`` each sample's latency plus
-    that).
+    Returns the aclasync cells, the raw cells (whose ``floor`` lists hold the raw
+    thread's post-to-resume times, and ``raw_floor`` each sample's latency plus that)
+    and what the workload was.
     """
-    acl = sim.create(device_count=1)
+    acl = target.runtime(1)
+    try:
+        async with aclasync.open_device(0, backend=acl) as dev:
+            work = await Workload.calibrate(dev, kind=target.workload)
+            stamped = work.kind == "sim-kernel"
+            shared = acl if target.native else None
+            with RawThread(MODES, None if stamped else work, shared) as raw:
+                cells, raw_cells = await _interleaved(dev, work, raw, counts, rounds)
+            await work.aclose()
+    finally:
+        target.release(acl)
+    return cells, raw_cells, work.describe()
+
+
+async def _interleaved(
+    dev: aclasync.Device[Any],
+    work: Workload,
+    raw: RawThread,
+    counts: dict[int, int],
+    rounds: int,
+) -> tuple[dict[tuple[str, int], _Cell], dict[tuple[str, int], _Cell]]:
     cells: dict[tuple[str, int], _Cell] = {}
     raw_cells: dict[tuple[str, int], _Cell] = {}
-    with RawThread(MODES) as raw:
-        async with aclasync.open_device(0, backend=acl) as dev:
-            streams = {mode: await dev.create_stream(flags=flags) for mode, flags in MODES.items()}
-            launch = acl.sim.launch_kernel
-            for stream in streams.values():
-                stream.launch(launch, Kernel())
-                await stream.synchronize()
-            for length in LENGTHS_US:
-                n = max(1, counts[length] // rounds)
-                for _ in range(rounds):
-                    for mode, stream in streams.items():
-                        raw_cell = raw_cells.setdefault((mode, length), _new_cell())
-                        cell = cells.setdefault((mode, length), _new_cell())
-                        for _ in range(n):  # sample by sample, so that drift hits both
-                            await _raw_sample(raw, mode, length, raw_cell)
-                            await _aclasync_sample(stream, launch, length, cell)
-            for stream in streams.values():
-                await stream.aclose()
+    streams = {mode: await dev.create_stream(flags=flags) for mode, flags in MODES.items()}
+    watch = None if work.kind == "sim-kernel" else await Stopwatch.create(dev)
+    for stream in streams.values():
+        await warm_stream(stream)
+        await work.prepare(stream)
+    await dev.synchronize()
+    for length in LENGTHS_US:
+        n = max(1, counts[length] // rounds)
+        for _ in range(rounds):
+            for mode, stream in streams.items():
+                raw_cell = raw_cells.setdefault((mode, length), _new_cell())
+                cell = cells.setdefault((mode, length), _new_cell())
+                for _ in range(n):  # sample by sample, so that drift hits both
+                    if watch is None:
+                        await _raw_sample(raw, mode, length, raw_cell)
+                        await _aclasync_sample(stream, dev.acl.sim.launch_kernel, length, cell)
+                    else:
+                        await _raw_timed_sample(raw, mode, length, raw_cell)
+                        await _aclasync_timed_sample(stream, work, watch, length, cell)
+    if watch is not None:
+        await watch.aclose()
+    for stream in streams.values():
+        await stream.aclose()
     return cells, raw_cells
 
 
@@ -209,6 +269,7 @@ async def _raw_sample(raw: RawThread, mode: str, length: int, cell: _Cell) -> No
     sample, resumed = await raw.sample(mode, length / 1e6)
     cell["process_cpu"] += time.process_time() - cpu_start
     cell["latency"].append(sample.latency)
+    cell["raw"].append(sample.latency)
     cell["ran"].append(sample.ran)
     floor = resumed - sample.posted
     cell["floor"].append(floor)
@@ -229,6 +290,37 @@ async def _aclasync_sample(
     cell["ran"].append(stamp.end - stamp.start)
 
 
+async def _raw_timed_sample(raw: RawThread, mode: str, length: int, cell: _Cell) -> None:
+    cpu_start = time.process_time()
+    handed = time.perf_counter()
+    sample, resumed = await raw.sample(mode, length / 1e6)
+    cell["process_cpu"] += time.process_time() - cpu_start
+    latency = resumed - handed - sample.ran
+    floor = resumed - sample.posted
+    cell["latency"].append(latency)
+    cell["raw"].append(latency - floor)
+    cell["ran"].append(sample.ran)
+    cell["floor"].append(floor)
+    cell["raw_floor"].append(latency)
+    cell["thread_cpu"] += sample.thread_cpu
+
+
+async def _aclasync_timed_sample(
+    stream: aclasync.Stream, work: Workload, watch: Stopwatch, length: int, cell: _Cell
+) -> None:
+    cpu_start = time.process_time()
+    handed = time.perf_counter()
+    watch.start(stream)
+    work.launch(stream, length)
+    watch.stop(stream)
+    await stream.synchronize()
+    resumed = time.perf_counter()
+    cell["process_cpu"] += time.process_time() - cpu_start
+    ran = await watch.elapsed_us() / 1e6
+    cell["latency"].append(resumed - handed - ran)
+    cell["ran"].append(ran)
+
+
 def _rows(
     levels: dict[str, dict[tuple[str, int], _Cell]],
     raws: dict[str, dict[tuple[str, int], _Cell]],
@@ -246,14 +338,15 @@ def _rows(
                 n = len(cell["latency"])
                 p50 = percentile(cell["latency"], 50)
                 cpu = cell["process_cpu"] / n
-                raw_p50 = percentile(raw[(mode, length)]["latency"], 50)
+                raw_p50 = percentile(raw[(mode, length)]["raw"], 50)
+                raw_latency_p50 = percentile(raw[(mode, length)]["latency"], 50)
                 floor = raw_floor = None
                 if level != "raw":
                     floor = percentile(raw[(mode, length)]["floor"], 50)
                     raw_floor = percentile(raw[(mode, length)]["raw_floor"], 50)
                 gap_kept = None
                 if level != "raw" and mode != "default":
-                    gap_kept = ratio(base_p50 - p50, raw_default_p50 - raw_p50)
+                    gap_kept = ratio(base_p50 - p50, raw_default_p50 - raw_latency_p50)
                 rows.append(
                     {
                         "level": level,
