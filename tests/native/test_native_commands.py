@@ -114,16 +114,19 @@ def _bench(tmp_path: Path, *args: str) -> dict[str, Any]:
 
 
 def test_the_benchmarks_run_natively_with_pyacl_work(tmp_path: Path) -> None:
-    names = ["sync-modes", "overhead", "launch", "scale", "pipeline"]
+    names = ["sync-modes", "overhead", "launch", "scale", "pipeline", "request"]
     results = _bench(tmp_path, *names, "--loop", "asyncio")
     assert list(results["benchmarks"]) == names
     assert results["skipped"] == {}
-    for name in ("sync-modes", "launch", "scale", "pipeline"):
+    for name in ("sync-modes", "launch", "scale", "pipeline", "request"):
         assert results["benchmarks"][name]["workload"]["kind"] == "memset", name
     modes = {row["mode"] for row in results["benchmarks"]["sync-modes"]["rows"]}
     assert {"default", "FAST_SYNC"} <= modes
     levels = {row["level"] for row in results["benchmarks"]["sync-modes"]["rows"]}
     assert levels == {"raw", "asyncio"}
+    request = results["benchmarks"]["request"]
+    assert {row["kernel_us"] for row in request["rows"]} == {0, 200, 1_000, 10_000}
+    assert all(row["thread_us"] > 0 and row["aclasync_us"] > 0 for row in request["rows"])
 
 
 def test_benchmarks_that_need_the_simulator_say_so_in_one_line(tmp_path: Path) -> None:

@@ -24,10 +24,17 @@ from one queue; requests/s and CPU per request, both over the whole run.
 Last, the bound a worker's own wait keeps: while it waits for a lone FAST_SYNC
 stream's sync itself, a launch on another stream reaches the runtime within one
 ``wait_slice_ms`` slice (p99 of the delay from ``launch()`` to the call running).
+
+The work is the ``_workload`` module's: modelled kernels on the simulator, or
+``acl.rt.memset_async`` with pyACL alone on the native backend (each dedicated thread
+fills a scratch buffer of its own, as big as a stream's). On the simulator each
+variant has a runtime of its own; on the native backend all share the ``acl`` module
+and device 0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -41,12 +48,15 @@ import outcome
 import aclasync
 from aclasync import StreamFlag, sim
 from aclasync._loop import Waiter, current_delivery
-from aclasync.sim import Kernel
 
-from ._common import BenchConfig, check, column, expect, run_on_loop
+from .._workload import Workload
+from ._common import BenchConfig, Target, check, column, expect, run_on_loop
 from ._stats import percentile
 
-__all__ = ["CHARTS", "run"]
+__all__ = ["CHARTS", "RUNS_NATIVE", "run"]
+
+#: Runs on the native backend too: its device work is pyACL alone there.
+RUNS_NATIVE = True
 
 TITLE = "Requests: a launch then its sync, against a dedicated thread"
 MODES: dict[str, int] = {"default": 0, "FAST_SYNC": int(StreamFlag.FAST_SYNC)}
@@ -104,12 +114,15 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     busy: list[dict[str, Any]] = []
     delays: list[dict[str, Any]] = []
+    workload: dict[str, Any] = {}
     for loop in cfg.loops:
         cfg.progress(
             f"request [{loop}]: {sum(counts.values())} requests per variant and mode, "
             f"then {requests} at concurrency {CONCURRENCY}"
         )
-        cells, concurrent, delay = run_on_loop(loop, _measure, counts, requests)
+        cells, concurrent, delay, workload = run_on_loop(
+            loop, _measure, cfg.target, counts, requests
+        )
         rows += _rows(loop, cells)
         busy += [{"loop": loop, **row} for row in concurrent]
         delays.append({"loop": loop, **delay})
@@ -146,6 +159,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "requests from one queue.",
         ],
         "params": {"counts": {str(k): v for k, v in counts.items()}, "requests": requests},
+        "workload": workload,
     }
 
 
@@ -153,24 +167,37 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 
 
 class DedicatedThreads:
-    """Threads that each own a simulated stream per mode and serve requests from one
-    queue: launch, ``synchronize_stream``, post the waiter to its loop. Use as a context
-    manager (entry starts them, exit stops them and releases the runtime)."""
+    """Threads that each own a stream per mode and serve requests from one queue:
+    launch the work, ``synchronize_stream``, post the waiter to its loop.
 
-    def __init__(self, modes: dict[str, int], count: int = 1) -> None:
-        self._acl: Any = sim.create(device_count=1)
+    *acl* is the runtime to share (the native one), or ``None`` for a simulator of
+    their own. Use as a context manager: entry starts the threads (each sets the
+    device up) and re-raises a failure of theirs; exit stops them and releases what
+    they made.
+    """
+
+    def __init__(
+        self, modes: dict[str, int], work: Workload, acl: Any = None, count: int = 1
+    ) -> None:
+        self._own = acl is None
+        self._acl: Any = sim.create(device_count=1) if acl is None else acl
         self._modes = modes
+        self._work = work
         self._jobs: queue.SimpleQueue[tuple[Waiter, str, float] | None] = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._serve, name=f"aclasync-bench-thread{i}", daemon=True)
             for i in range(count)
         ]
         self._started = threading.Barrier(count + 1)
+        self._failures: list[BaseException] = []
 
     def __enter__(self) -> DedicatedThreads:
         for thread in self._threads:
             thread.start()
         self._started.wait()
+        if self._failures:
+            self.__exit__(None, None, None)
+            raise self._failures[0]
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -178,7 +205,8 @@ class DedicatedThreads:
             self._jobs.put(None)
         for thread in self._threads:
             thread.join()
-        self._acl.sim.close()
+        if self._own:
+            self._acl.sim.close()
 
     async def request(self, mode: str, length_us: float) -> None:
         """One request: the thread launches and syncs; cancellation abandons the wait."""
@@ -187,49 +215,90 @@ class DedicatedThreads:
         await waiter.wait()
 
     def _serve(self) -> None:
-        rt, launch = self._acl.rt, self._acl.sim.launch_kernel
-        expect(rt.set_device(0), "acl.rt.set_device")
-        streams = {}
-        for mode, flags in self._modes.items():
-            stream, ret = rt.create_stream_with_config(0, flags)
-            expect(ret, "acl.rt.create_stream_with_config")
-            streams[mode] = stream
-        self._started.wait()
-        while (job := self._jobs.get()) is not None:
-            waiter, mode, length_us = job
-            stream = streams[mode]
-            ret = launch(Kernel(duration_us=length_us), stream) or rt.synchronize_stream(stream)
-            waiter.result = outcome.Value(None) if not ret else outcome.Error(RuntimeError(ret))
-            waiter.delivery.post((waiter,))
-        for stream in streams.values():
+        with _RawDevice(self._acl, self._modes, self._work) as device:
+            if not device.ready:
+                self._failures.append(device.failure or RuntimeError("device set-up failed"))
+            self._started.wait()
+            while (job := self._jobs.get()) is not None:
+                waiter, mode, length_us = job
+                ret = device.request(mode, length_us)
+                waiter.result = outcome.Value(None) if not ret else outcome.Error(RuntimeError(ret))
+                waiter.delivery.post((waiter,))
+
+
+class _RawDevice:
+    """Device 0 set on the calling thread, a stream per mode and a scratch buffer:
+    ``request`` runs one request's work and ``synchronize_stream`` with pyACL alone.
+
+    A context manager that never raises on entry: ``ready`` says whether the set-up
+    worked (``failure`` why not); exit releases what was made.
+    """
+
+    def __init__(self, acl: Any, modes: dict[str, int], work: Workload) -> None:
+        self._acl, self._modes, self._work = acl, modes, work
+        self.streams: dict[str, int] = {}
+        self.scratch = 0
+        self.ready = False
+        self.failure: BaseException | None = None
+        self._device_set = False
+
+    def __enter__(self) -> _RawDevice:
+        rt = self._acl.rt
+        try:
+            expect(rt.set_device(0), "acl.rt.set_device")
+            self._device_set = True
+            for mode, flags in self._modes.items():
+                stream, ret = rt.create_stream_with_config(0, flags)
+                expect(ret, "acl.rt.create_stream_with_config")
+                self.streams[mode] = stream
+            if self._work.scratch_bytes:
+                self.scratch, ret = rt.malloc(self._work.scratch_bytes, 0)
+                expect(ret, "acl.rt.malloc")
+            for mode in self.streams:  # pays each stream's first work and first touch
+                expect(self.request(mode, 0), "the warm-up request")
+            self.ready = True
+        except Exception as exc:  # reported by the owner, on its own thread
+            self.failure = exc
+        return self
+
+    def request(self, mode: str, length_us: float) -> int:
+        """One request's work on *mode*'s stream, then its sync; the first non-zero status."""
+        stream = self.streams[mode]
+        fn, args = self._work.work(length_us, self.scratch, acl=self._acl)
+        return fn(*args, stream) or self._acl.rt.synchronize_stream(stream)
+
+    def __exit__(self, *exc_info: object) -> None:
+        rt = self._acl.rt
+        if self.scratch:
+            rt.free(self.scratch)
+        for stream in self.streams.values():
             rt.destroy_stream(stream)
-        rt.reset_device(0)
+        if self._device_set:
+            rt.reset_device(0)
 
 
 class OnTheLoop:
-    """The ``raw`` variant: a simulated device set on the loop's own thread (blocks it)."""
+    """The ``raw`` variant: device 0 set on the loop's own thread (each request blocks it).
 
-    def __init__(self, modes: dict[str, int]) -> None:
-        self._acl: Any = sim.create(device_count=1)
-        rt = self._acl.rt
-        expect(rt.set_device(0), "acl.rt.set_device")
-        self.streams = {}
-        for mode, flags in modes.items():
-            stream, ret = rt.create_stream_with_config(0, flags)
-            expect(ret, "acl.rt.create_stream_with_config")
-            self.streams[mode] = stream
+    *acl* as for ``DedicatedThreads``. ``close()`` releases what it made.
+    """
+
+    def __init__(self, modes: dict[str, int], work: Workload, acl: Any = None) -> None:
+        self._own = acl is None
+        self._acl: Any = sim.create(device_count=1) if acl is None else acl
+        self._device = _RawDevice(self._acl, modes, work).__enter__()
+        if not self._device.ready:
+            self.close()
+            raise self._device.failure or RuntimeError("device set-up failed")
 
     async def request(self, mode: str, length_us: float) -> None:
-        stream = self.streams[mode]
-        expect(self._acl.sim.launch_kernel(Kernel(duration_us=length_us), stream), "launch")
-        expect(self._acl.rt.synchronize_stream(stream), "acl.rt.synchronize_stream")
+        expect(self._device.request(mode, length_us), "the request")
         await anyio.lowlevel.checkpoint()
 
     def close(self) -> None:
-        for stream in self.streams.values():
-            self._acl.rt.destroy_stream(stream)
-        self._acl.rt.reset_device(0)
-        self._acl.sim.close()
+        self._device.__exit__(None, None, None)
+        if self._own:
+            self._acl.sim.close()
 
 
 # -- measuring -------------------------------------------------------------------------
@@ -239,47 +308,69 @@ _Cells = dict[tuple[str, int, str], tuple[list[float], list[float]]]
 
 
 async def _measure(
-    counts: dict[int, int], requests: int
-) -> tuple[_Cells, list[dict[str, Any]], dict[str, Any]]:
-    acl = sim.create(device_count=1)
+    target: Target, counts: dict[int, int], requests: int
+) -> tuple[_Cells, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    acl = target.runtime(1)
+    shared = acl if target.native else None
     cells: _Cells = {}
-    on_loop = OnTheLoop(MODES)
     try:
-        with DedicatedThreads(MODES) as first, DedicatedThreads(MODES) as second:
-            async with aclasync.open_device(0, backend=acl) as dev:
-                streams = {m: await dev.create_stream(flags=f) for m, f in MODES.items()}
-                launch = acl.sim.launch_kernel
-
-                async def through_aclasync(mode: str, length_us: float) -> None:
-                    stream = streams[mode]
-                    stream.launch(launch, Kernel(duration_us=length_us))
-                    await stream.synchronize()
-
-                variants: dict[str, Callable[[str, float], Awaitable[None]]] = {
-                    "raw": on_loop.request,
-                    "thread": first.request,
-                    "thread'": second.request,
-                    "aclasync": through_aclasync,
-                }
-                for length in LENGTHS_US:
-                    for mode in MODES:
-                        for variant in variants.values():  # one warm-up each
-                            await variant(mode, length)
-                        for i in range(counts[length]):
-                            names = VARIANTS[i % 4 :] + VARIANTS[: i % 4]  # rotate the order
-                            for name in names:
-                                wall, cpu = await _timed(variants[name], mode, length)
-                                walls, cpus = cells.setdefault((mode, length, name), ([], []))
-                                walls.append(wall)
-                                cpus.append(cpu)
-                delay = await _slice_delay(dev, launch)
-                for stream in streams.values():
-                    await stream.aclose()
-        concurrent = [await _concurrent(acl, c, requests) for c in CONCURRENCY]
+        async with aclasync.open_device(0, backend=acl) as dev:
+            work = await Workload.calibrate(dev, kind=target.workload)
+            on_loop = OnTheLoop(MODES, work, shared)
+            try:
+                with (
+                    DedicatedThreads(MODES, work, shared) as first,
+                    DedicatedThreads(MODES, work, shared) as second,
+                ):
+                    await _alternated(dev, work, on_loop, first, second, counts, cells)
+            finally:
+                on_loop.close()
+            delay = await _slice_delay(dev, work)
+            concurrent = [await _concurrent(dev, work, shared, c, requests) for c in CONCURRENCY]
+            await work.aclose()
     finally:
-        on_loop.close()
-        acl.sim.close()
-    return cells, concurrent, delay
+        target.release(acl)
+    return cells, concurrent, delay, work.describe()
+
+
+async def _alternated(
+    dev: aclasync.Device[Any],
+    work: Workload,
+    on_loop: OnTheLoop,
+    first: DedicatedThreads,
+    second: DedicatedThreads,
+    counts: dict[int, int],
+    cells: _Cells,
+) -> None:
+    """Every variant, sample by sample, for every length and mode; fills *cells*."""
+    streams = {m: await dev.create_stream(flags=f) for m, f in MODES.items()}
+    for stream in streams.values():
+        await work.prepare(stream)
+
+    async def through_aclasync(mode: str, length_us: float) -> None:
+        stream = streams[mode]
+        work.launch(stream, length_us)
+        await stream.synchronize()
+
+    variants: dict[str, Callable[[str, float], Awaitable[None]]] = {
+        "raw": on_loop.request,
+        "thread": first.request,
+        "thread'": second.request,
+        "aclasync": through_aclasync,
+    }
+    for length in LENGTHS_US:
+        for mode in MODES:
+            for variant in variants.values():  # one warm-up each
+                await variant(mode, length)
+            for i in range(counts[length]):
+                names = VARIANTS[i % 4 :] + VARIANTS[: i % 4]  # rotate the order
+                for name in names:
+                    wall, cpu = await _timed(variants[name], mode, length)
+                    walls, cpus = cells.setdefault((mode, length, name), ([], []))
+                    walls.append(wall)
+                    cpus.append(cpu)
+    for stream in streams.values():
+        await stream.aclose()
 
 
 async def _timed(
@@ -290,19 +381,23 @@ async def _timed(
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-async def _concurrent(acl: Any, concurrency: int, n: int) -> dict[str, Any]:
+async def _concurrent(
+    dev: aclasync.Device[Any], work: Workload, shared: Any, concurrency: int, n: int
+) -> dict[str, Any]:
     """*n* requests at *concurrency* over POOL streams: aclasync, then the threads."""
     result: dict[str, Any] = {"concurrency": concurrency, "requests": n}
-    async with aclasync.open_device(0, backend=acl) as dev, dev.stream_pool(POOL) as pool:
-        launch = acl.sim.launch_kernel
+    async with dev.stream_pool(POOL) as pool:
+        async with contextlib.AsyncExitStack() as borrowed:  # every pool stream, prepared
+            for _ in range(POOL):
+                await work.prepare(await borrowed.enter_async_context(pool.stream()))
 
         async def through_pool(mode: str, length_us: float) -> None:
             async with pool.stream() as s:
-                s.launch(launch, Kernel(duration_us=length_us))
+                work.launch(s, length_us)
                 await s.synchronize()
 
         result["aclasync"] = await _flood(through_pool, concurrency, n)
-    with DedicatedThreads({"default": 0}, count=POOL) as threads:
+    with DedicatedThreads({"default": 0}, work, shared, count=POOL) as threads:
         result["threads"] = await _flood(threads.request, concurrency, n)
     return result
 
@@ -327,13 +422,14 @@ async def _flood(
     return n / wall, cpu / n * 1e6
 
 
-async def _slice_delay(dev: aclasync.Device[Any], launch: Callable[..., int]) -> dict[str, Any]:
+async def _slice_delay(dev: aclasync.Device[Any], work: Workload) -> dict[str, Any]:
     """How late a launch on one stream runs while the worker waits for another's sync."""
     delays: list[float] = []
     async with (
         dev.create_stream(flags=StreamFlag.FAST_SYNC) as waited,
         dev.create_stream() as other,
     ):
+        await work.prepare(waited)
         ran: list[float] = []
 
         def stamp(stream: int) -> int:
@@ -341,7 +437,7 @@ async def _slice_delay(dev: aclasync.Device[Any], launch: Callable[..., int]) ->
             return 0
 
         for _ in range(30):
-            waited.launch(launch, Kernel(duration_us=5_000))
+            work.launch(waited, 5_000)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(waited.synchronize)
                 await anyio.sleep(0.001)  # the worker takes the sync and waits for it
