@@ -125,7 +125,8 @@ class DeviceState:
         self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None = None
     ) -> None:
         """Queue ``fn(*args, stream)`` on the worker; never blocks."""
-        self.check_open()
+        if self.closed or self.worker.death is not None:
+            self.check_open()
         lane.submitted += 1
         self.worker.submit(Launch(lane, fn, args, api))
 
@@ -150,8 +151,9 @@ class DeviceState:
         a coroutine: a parked wait's frames are its memory, so callers await the waiter
         themselves (``Waiter.wait`` owns the timeout and abandonment), then ``settle``.
         """
-        self.check_open()
-        waiter = current_delivery().new_waiter()
+        if self.closed or self.worker.death is not None:
+            self.check_open()
+        waiter = Waiter(current_delivery())
         if record is None:
             self.worker.submit(Fence(lane, waiter, timed))
         else:

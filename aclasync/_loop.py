@@ -268,7 +268,7 @@ def current_delivery() -> Delivery:
     Every wait asks for it, so the thread's last answer is kept and reused while the
     same loop (or trio run) is running; the run variable is the source of truth.
     """
-    key = _loop_key()
+    key = asyncio._get_running_loop() or _loop_key()  # (the common case first)
     last = _last
     if key is not None and last.key is not None and last.key() is key:
         delivery = last.delivery

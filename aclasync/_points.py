@@ -97,6 +97,8 @@ class Points:
             if not ret and not reached:
                 return
             del watches[0]
+            if lane.open_fence is head:
+                lane.open_fence = None
             if head.fence and head.event:
                 self._handles.fence_pool.append(head.event)
             if ret:
@@ -117,6 +119,8 @@ class Points:
         watches = lane.watches
         if watches and watches[0] is point and not point.event:
             del watches[0]
+            if lane.open_fence is point:
+                lane.open_fence = None
             self.out.put_all(point.waiters, _done)
         return self.drop_if_done(lane)
 

@@ -53,12 +53,14 @@ def check_plain_callable(fn: object, what: str) -> Callable[..., Any]:
     either) would only make a coroutine nobody awaits. *what* names the caller in the
     message (``"launch()"``).
     """
-    if isinstance(fn, types.BuiltinFunctionType):  # a C function, as pyACL's: fast path
-        return fn
-    if isinstance(fn, (types.MethodType, types.FunctionType)):
-        if inspect.iscoroutinefunction(fn):
+    kind = fn.__class__
+    if kind is _BUILTIN:  # a C function, as pyACL's: the fast path
+        return fn  # type: ignore[return-value]
+    func = fn.__func__ if kind is types.MethodType else fn  # type: ignore[attr-defined]
+    if func.__class__ is types.FunctionType:  # a plain function or method: its code says
+        if func.__code__.co_flags & inspect.CO_COROUTINE or getattr(func, _MARKER, None):
             raise TypeError(_coroutine_message(what, fn))
-        return fn
+        return fn  # type: ignore[return-value]
     if not callable(fn):
         raise TypeError(f"{what} needs a callable, got {type(fn).__name__}")
     target: object = fn
@@ -69,6 +71,11 @@ def check_plain_callable(fn: object, what: str) -> Callable[..., Any]:
     ):
         raise TypeError(_coroutine_message(what, fn))
     return fn
+
+
+_BUILTIN = types.BuiltinFunctionType
+#: The attribute ``inspect.markcoroutinefunction`` (Python 3.12+) sets on a function.
+_MARKER = "_is_coroutine_marker"
 
 
 def _coroutine_message(what: str, fn: object) -> str:

@@ -36,6 +36,8 @@ __all__ = ["STREAM_ABORT", "Watcher"]
 
 STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 _LENT = (Loan.EVENT, Loan.STREAM, Loan.HELD)
+#: Slices the worker waits for a default-mode stream itself before it lends the wait.
+DEFAULT_SLICES = 2
 
 
 class Watcher:
@@ -66,6 +68,7 @@ class Watcher:
         self._thread_busy = False  # the waiting thread holds a loan
         self._offered: Lent | None = None  # chosen for the waiting thread, not yet taken
         self._slice_s = options.wait_slice_ms / 1e3
+        self._inline_s = DEFAULT_SLICES * self._slice_s
 
     def start(self, context: int) -> None:
         """The device's context is set: lend waits from now on."""
@@ -83,6 +86,57 @@ class Watcher:
         post_to(waiter.delivery, (waiter,))
         return True
 
+    def wait_here(
+        self, lane: Lane, waiter: Waiter, calls: int, jobs_came: Callable[[], bool]
+    ) -> bool:
+        """Answer an untimed sync of *lane* by waiting for the stream right here, as a
+        thread that launches and then syncs does, when it is all the device waits for
+        and the worker may wait for it itself (``_may_wait_inline``). Waiters resolved
+        so far are posted first. False when this does not apply, or when the wait ran
+        out of slices (``wait_tail``): the caller then registers the fence as usual."""
+        points = self._points
+        if (
+            points.waiting
+            or lane.watches
+            or lane.loan is not Loan.FREE
+            or lane.closed
+            or not self._may_wait_inline(lane)
+        ):
+            return False
+        if points.out:
+            self.flush()
+        waiter.seen = True
+        launches = lane.launches  # the worker is the one that counts: it waits here
+        ret = self.wait_tail(lane, jobs_came)
+        if is_timeout(ret):
+            return False
+        with self.lock:
+            if ret:
+                self._take_sync_status(lane, ret)
+            else:
+                lane.idle_at = (launches, calls)
+            lane.collected = launches
+            points.out.put(waiter, DONE)
+        return True
+
+    def wait_tail(self, lane: Lane, jobs_came: Callable[[], bool]) -> int:
+        """Wait in the stream's sync (GIL released) until it returns: the sync's status,
+        or a timeout status when it ran out of slices. A FAST_SYNC stream's wait goes on
+        in ``wait_slice_ms`` slices until ``jobs_came()``; a default stream's, for
+        ``DEFAULT_SLICES`` slices at most (each slice's wake-up costs CPU a passive wait
+        does not), after which its waits go to the waiting thread until one is short."""
+        sync = self._rt.synchronize_stream_with_timeout
+        handle, slice_ms = lane.handle, self._options.wait_slice_ms
+        if lane.fast_sync:
+            while is_timeout(ret := sync(handle, slice_ms)) and not jobs_came():
+                pass
+            return ret
+        for _ in range(DEFAULT_SLICES):
+            if not is_timeout(ret := sync(handle, slice_ms)) or jobs_came():
+                return ret
+        lane.quick = False
+        return ret
+
     def fence(self, lane: Lane, waiter: Waiter, timed: bool, calls: int) -> None:
         """Answer *waiter* once the work queued on *lane* so far is done (*timed*: the
         wait has a timeout, so this first look must answer an idle stream)."""
@@ -99,12 +153,11 @@ class Watcher:
                 self._fence(lane, waiter, timed or waiter.expired, calls)
 
     def _fence(self, lane: Lane, waiter: Waiter, timed: bool, calls: int) -> None:
-        # A FAST_SYNC stream the worker may wait for itself is not asked first: its sync
-        # answers an idle stream at once too, and a query would only put one more
-        # runtime call between the launch and the wait. If the wait goes elsewhere,
-        # the sweep asks.
-        ask = timed or not self._may_wait_inline(lane)
-        if ask:
+        # Only a timed wait's first look must answer an idle stream: an untimed one is
+        # not asked here, since a sync answers an idle stream at once too and a query
+        # only puts one more runtime call between the launch and the wait. The round
+        # lends it or waits for it itself; if neither, a later sweep asks.
+        if timed:
             status, ret = self._rt.stream_query(lane.handle)
             if ret:
                 error = self._handles.error(ret, "acl.rt.stream_query", lane)
@@ -119,7 +172,7 @@ class Watcher:
             if waiter.expired:  # its timeout ran out before this first look
                 self._points.out.put(waiter, EXPIRED)
                 return
-            self._asked.add(lane)
+        self._asked.add(lane)  # looked at, or too fresh to: not swept this round
         fence = lane.open_fence = Watch(0, lane.next_seq(), fence=True, launches=lane.launches)
         fence.since = time.monotonic()
         lane.watches.append(fence)
@@ -203,24 +256,26 @@ class Watcher:
         return inline and lane.loan not in (Loan.HELD, Loan.BACK, Loan.POLLED)
 
     def wait_inline(self, lent: Lent, interrupted: Callable[[], bool]) -> None:
-        """Wait in the stream's sync (GIL released), ``wait_slice_ms`` at a time, until
-        it returns or ``interrupted()`` (a job came: it waits at most one slice, and
-        the next round lends the wait if it is still pending). A default stream's wait
-        gets one slice: a slice's wake-up costs CPU that a passive wait does not, so a
-        longer wait goes to the waiting thread, as that stream's next waits will."""
-        sync = self._rt.synchronize_stream_with_timeout
-        lane, slice_ms = lent.lane, self._options.wait_slice_ms
-        if lane.fast_sync:
-            while is_timeout(ret := sync(lane.handle, slice_ms)) and not interrupted():
-                pass
-        elif is_timeout(ret := sync(lane.handle, slice_ms)):
-            lane.quick = False
+        """Wait for a point the round lent to the worker itself (``wait_tail``), then
+        resolve what it reached. If the wait ran out of slices, or ``interrupted()``
+        (a job came), the next round lends it if it is still pending."""
+        ret = self.wait_tail(lent.lane, interrupted)
         with self.lock:
             self.returned(lent, ret)
             ready = self._points.out.take()
         # Posted at once rather than at the end of the round: the round's bookkeeping
         # on a just-woken CPU would come first (return to post 11 -> 7 us measured).
         post(ready)
+
+    def watching(self) -> bool:
+        """Whether any point is waited for (a hint read without the lock: only the
+        worker adds points)."""
+        return bool(self._points.waiting)
+
+    def take_ready(self) -> Ready:
+        """The waiters resolved so far, to post."""
+        with self.lock:
+            return self._points.out.take()
 
     def idle_plan(self, busy: bool) -> tuple[float | None, int]:
         """How the idle worker waits for the streams it watches itself: ``(timeout, 0)``,
@@ -297,7 +352,7 @@ class Watcher:
                 self._take_sync_status(lane, ret)
             lane.collected = lent.point.launches
             if not lane.quick:  # short again? then the worker may wait for the next itself
-                lane.quick = time.monotonic() - lent.point.since < self._slice_s
+                lane.quick = time.monotonic() - lent.point.since < self._inline_s
             if self._points.reached_tail(lane, lent.point):
                 return  # the common case, kept short: the CPU is cold here
         self._points.sweep_lane(lane)
@@ -411,6 +466,6 @@ class Watcher:
             ready = self._points.out.take()
         post(ready)
 
-    def take_ready(self) -> Ready:
+    def take_ready_locked(self) -> Ready:
         """The waiters resolved so far (waiting thread, lock held)."""
         return self._points.out.take()

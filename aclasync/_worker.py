@@ -116,17 +116,13 @@ class DeviceWorker:
 
     def submit(self, job: Job) -> None:
         """Hand the worker a job (from the event loop); never blocks."""
-        if self.death is not None:
-            raise self.broken_error()
-        self._inbox.append(job)
-        if self._dead() and self._inbox:  # died between the check and the append
-            self._inbox.clear()
+        inbox = self._inbox
+        inbox.append(job)
+        if self.death is not None:  # died before or meanwhile: nothing will run it
+            inbox.clear()
             raise self.broken_error()
         if self._idle:
             self._rouse()
-
-    def _dead(self) -> bool:
-        return self.death is not None
 
     def _rouse(self) -> None:
         """Wake the idle worker (from any thread that saw ``_idle`` set)."""
@@ -156,6 +152,9 @@ class DeviceWorker:
                 os.sched_setaffinity(0, {self._cpu})
             while stop is None:
                 stop = self._drain()
+                if stop is None and not inbox and not self._look and not watcher.watching():
+                    self._sleep(watcher.take_ready())  # nothing to watch: until a job comes
+                    continue
                 inline, ready = watcher.round(may_wait)
                 failure = watcher.thread_failure()
                 if failure is not None:
@@ -189,6 +188,20 @@ class DeviceWorker:
                 return job
         self._current = None
         return None
+
+    def _sleep(self, ready: Ready) -> None:
+        """Post *ready* and sleep until a job comes (or the waiting thread asks for a
+        look): the short path, which a request's answer takes right before the worker
+        blocks, so that the loop it wakes finds the GIL free at once."""
+        self._idle = True
+        if self._inbox or self._look:  # re-checked after _idle is set: no lost wake-up
+            self._idle = False
+        else:
+            post(ready)
+            self._wake.acquire()
+            self._idle = False
+            return
+        post(ready)
 
     def _idle_wait(self, ready: Ready) -> None:
         """Post *ready*, then sleep until a job arrives or it is time to look again
@@ -268,8 +281,13 @@ class DeviceWorker:
             self.watcher.resolve(waiter, result)
 
     def fence_now(self, lane: Lane, waiter: Waiter, timed: bool) -> None:
-        if self._inbox or not self.watcher.idle_answer(lane, waiter, self._calls):
-            self.watcher.fence(lane, waiter, timed, self._calls)
+        watcher, inbox = self.watcher, self._inbox
+        if not inbox:  # the sync is the last job: answer it here if it can be
+            if watcher.idle_answer(lane, waiter, self._calls):
+                return
+            if not timed and watcher.wait_here(lane, waiter, self._calls, lambda: bool(inbox)):
+                return
+        watcher.fence(lane, waiter, timed, self._calls)
 
     def record_ready_now(self, lane: Lane, event: int, timing: bool, record: EventRecord) -> None:
         self.handles.hand_out(event, timing)  # from here on, the user's to give back

@@ -65,6 +65,7 @@ class Engine:
 
     def submit_locked(self, task: Task) -> None:
         """Append *task* to its stream's FIFO."""
+        task.submitted = time.monotonic()
         stream = task.stream
         stream.tail = task
         idle = stream.running is None and not stream.queue
@@ -99,8 +100,8 @@ class Engine:
             while not self._stopping:
                 now = time.monotonic()
                 while timers and timers[0][0] <= now:
-                    task = heapq.heappop(timers)[2]
-                    self._satisfy_locked(task, now)
+                    deadline, _, task = heapq.heappop(timers)
+                    self._satisfy_locked(task, deadline if _timed_only(task) else now)
                 while self._ready:
                     self._start_head_locked(self._ready.popleft(), now)
                 if self._ready:
@@ -123,13 +124,22 @@ class Engine:
                 return
             queue_.popleft()
             stream.running = task
-            task.start = now
+            if _timed_only(task):
+                # The device starts it once it is queued and the stream is free, not
+                # when this thread gets the GIL: a host thread running Python right
+                # after a launch must not delay the modelled kernel (on a card it does
+                # not). A body or a hold runs on the host, so it starts now.
+                ready = max(task.submitted, stream.free_at, 0.0 if dep is None else dep.finish)
+                task.start = min(now, ready)
+            else:
+                task.start = now
+            start = task.start
             if task.action is not None:
                 task.action(task)
             pending = 0
             if task.duration > 0:
                 pending += 1
-                heapq.heappush(self._timers, (now + task.duration, next(self._tiebreak), task))
+                heapq.heappush(self._timers, (start + task.duration, next(self._tiebreak), task))
             if task.fn is not None:
                 pending += 1
                 self._cores.submit(task, self._body_done_locked)
@@ -137,7 +147,7 @@ class Engine:
                 pending += 1
             task.pending = pending
             if pending == 0:
-                self._finish_locked(task, now, requeue=False)  # this loop goes on
+                self._finish_locked(task, start, requeue=False)  # this loop goes on
 
     def _satisfy_locked(self, task: Task, now: float) -> None:
         task.pending -= 1
@@ -155,6 +165,7 @@ class Engine:
                 self.observer = None  # a broken observer must not stop the device
         if stream.running is task:
             stream.running = None
+            stream.free_at = now
             if requeue and stream.queue:
                 self._ready.append(stream)
         if task.overflow and task.stream.sat_mode == 0:
@@ -173,3 +184,9 @@ class Engine:
 
     def _body_done_locked(self, task: Task) -> None:
         self._satisfy_locked(task, time.monotonic())
+
+
+def _timed_only(task: Task) -> bool:
+    """Whether *task* is device time alone (no host body, no hold): its start and end
+    follow the modelled timeline, whenever the scheduler thread gets to run."""
+    return task.fn is None and not task.hold

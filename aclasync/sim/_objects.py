@@ -38,6 +38,7 @@ class Task:
         "pending",
         "start",
         "stream",
+        "submitted",
         "submitter",
         "task_id",
         "waiters",
@@ -71,6 +72,7 @@ class Task:
         self.pending = 0
         self.start = 0.0
         self.finish = 0.0
+        self.submitted = 0.0  # when it was queued (monotonic seconds)
         self.waiters: list[_thread.LockType] | None = None
         self.dependents: list[SimStream] | None = None
 
@@ -85,6 +87,7 @@ class SimStream:
         "failure_mode",
         "failure_mode_set",
         "flags",
+        "free_at",
         "handle",
         "is_default",
         "launched",
@@ -118,6 +121,7 @@ class SimStream:
         self.queue: deque[Task] = deque()
         self.running: Task | None = None
         self.tail: Task | None = None
+        self.free_at = 0.0  # when its last task finished (monotonic seconds)
         self.pending_error = 0
         self.failure_mode = 0
         self.failure_mode_set = False
