@@ -201,7 +201,7 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_storage_format")
     def set_tensor_storage_format(self, tensor_desc: int, format: int, /) -> int:
-        """Set the storage format; 100000 for a bad handle."""
+        """Set the storage format (a bad handle is ignored: 0, as in C)."""
         found = self._desc(tensor_desc)
         if found is not None:
             found.storage_format = format
