@@ -100,12 +100,12 @@ class Stream(AsyncResource):
 
     @property
     def priority(self) -> int:
-        """The priority the stream was created with: 0 (highest) to 7."""
+        """The priority the stream was created with, from 0 (highest) to 7."""
         return self._priority
 
     @property
     def closed(self) -> bool:
-        """Whether the stream, or its device, is closed: then it takes no more work."""
+        """Whether the stream or its device is closed (it then takes no more work)."""
         return self._closed or self._state.closed
 
     # -- queueing (synchronous) ------------------------------------------------------

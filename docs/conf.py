@@ -146,6 +146,8 @@ def _external_reference(
         return contnode
     if target.startswith("_pytest."):  # pytest's classes live in _pytest, named pytest.X
         target = "pytest." + target.rpartition(".")[2]
+    if target.startswith("np."):  # numpy, as annotations name it
+        target = "numpy." + target.removeprefix("np.")
     public = _public_name(target)
     if public is not None:
         domain = env.get_domain("py")
