@@ -30,7 +30,7 @@ import aclasync  # noqa: E402
 
 project = "aclasync"
 author = "the aclasync authors"
-copyright = "the aclasync authors"  # noqa: A001 - Sphinx's name for it
+copyright = "the aclasync authors"
 release = version = aclasync.__version__
 
 extensions = [
