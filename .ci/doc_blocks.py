@@ -1,8 +1,10 @@
 """Run every command and code block of the documentation as written, and check the marks.
 
-The documents are README.md, examples/README.md and every Markdown file under docs/.
-Each fenced block is run unless a mark, an HTML comment on the line right before its
-opening fence, says otherwise and why::
+The documents are README.md, examples/README.md, every Markdown file under docs/ (the
+site's pages, MyST Markdown) and every Markdown file those pages include with MyST's
+``include`` directive (benchmarks/README.md, CHANGELOG.md). Each fenced block is run
+unless a mark, an HTML comment on the line right before its opening fence, says
+otherwise and why::
 
     <!-- doc-block: KIND [OPTION=VALUE ...] — REASON -->
 
@@ -38,6 +40,13 @@ language (``bash``, ``sh``, ``shell``, ``console``: run with ``bash -euo pipefai
 other unmarked block, a malformed mark, a mark without a reason or one that names no
 block is an error. Blocks run from the root of the copy, one fresh copy and virtualenv
 per distinct set of extras.
+
+The site's MyST directives (tabs, toctrees, includes) take colon fences
+(``:::{tab-item} trio``), whose content is Markdown like the rest, so the code blocks
+inside them are found and run; a backtick fence that opens a directive
+(```` ```{toctree} ````) is an error, since code inside it would be neither. The API
+reference's reStructuredText pages (docs/**/*.rst) hold autodoc directives only: a code
+block or literal block there is an error (put runnable code in a Markdown page).
 
 Usage (python3 from the standard library alone, from the repository root)::
 
@@ -132,11 +141,38 @@ def _shown(path: Path) -> str:
         return path.name
 
 
+#: MyST's include directive (in a colon fence), and the file it names.
+INCLUDE = re.compile(r"^:{3,}\{include\}\s+(?P<path>\S+)\s*$")
+#: A reStructuredText code directive.
+RST_CODE = re.compile(r"^\s*\.\. (?:code-block|code|sourcecode)::")
+
+
 def documents(root: Path = ROOT) -> list[Path]:
-    """The Markdown files whose blocks must run: README.md, examples/, docs/ (nested)."""
+    """The Markdown files whose blocks must run: README.md, examples/, docs/ (nested),
+    and the Markdown files that pages of docs/ include."""
     found = [root / "README.md", root / "examples" / "README.md"]
-    found += sorted((root / "docs").rglob("*.md"))
-    return [path for path in found if path.is_file()]
+    pages = sorted((root / "docs").rglob("*.md"))
+    found += pages
+    for page in pages:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            match = INCLUDE.match(line)
+            if match and match["path"].endswith(".md"):
+                found.append((page.parent / match["path"]).resolve())
+    unique = list(dict.fromkeys(path.resolve() if path.is_file() else path for path in found))
+    return [path for path in unique if path.is_file()]
+
+
+def check_rst(root: Path = ROOT) -> None:
+    """Raise ``DocBlockError`` if a reStructuredText page of docs/ holds a block of code."""
+    for path in sorted((root / "docs").rglob("*.rst")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            stripped = line.strip()
+            literal = stripped.endswith("::") and not stripped.startswith("..")
+            if RST_CODE.match(line) or literal:  # a code directive, or a literal block
+                raise DocBlockError(
+                    f"{_shown(path)}:{number}: a block of code in a reStructuredText page, "
+                    "which nothing runs: put runnable code in a Markdown page"
+                )
 
 
 def parse(path: Path) -> list[Block]:
@@ -156,6 +192,11 @@ def parse(path: Path) -> list[Block]:
                 raise DocBlockError(f"{name}:{pending[0] + 1}: a mark with no block")
             pending = (index, found)
         elif (fence := FENCE.match(line)) is not None:
+            if fence["info"].startswith("{"):
+                raise DocBlockError(
+                    f"{name}:{index + 1}: a MyST directive in a backtick fence: write it "
+                    f"with a colon fence (:::{fence['info']}), so that blocks in it are run"
+                )
             start = index
             index += 1
             body: list[str] = []
@@ -504,6 +545,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         blocks = all_blocks()
         check(blocks)
+        check_rst()
         if argv[0] == "command":
             (chosen,) = [block for block in blocks if block.kind == argv[1]]
             print(chosen.text.strip())

@@ -43,6 +43,7 @@ class _Buffer(AsyncResource):
 
     @property
     def nbytes(self) -> int:
+        """The size in bytes, as allocated."""
         return self._nbytes
 
     @property
@@ -52,6 +53,7 @@ class _Buffer(AsyncResource):
 
     @property
     def closed(self) -> bool:
+        """Whether the buffer, or its device, is closed (the memory is freed then)."""
         return self._closed or self._state.closed
 
     async def aclose(self) -> None:

@@ -86,6 +86,7 @@ class Device(AsyncResource, Generic[AclT]):
 
     @property
     def id(self) -> int:
+        """The device id, as passed to ``open_device`` (the logical id in this process)."""
         return self._state.device_id
 
     @property
@@ -100,6 +101,7 @@ class Device(AsyncResource, Generic[AclT]):
 
     @property
     def closed(self) -> bool:
+        """Whether the device is closed, or closing (``aclose`` has begun)."""
         return self._state.closed
 
     @property
@@ -331,6 +333,11 @@ def open_device(
     Or ``dev = await aclasync.open_device(0, backend="sim")``, then ``await dev.aclose()``
     when done. The opener returned is no ``Device``: use one of these two forms.
 
+    Entering starts the worker thread and sets the device on it; leaving destroys what
+    the device still owns, resets the device (waiting for queued work) and joins the
+    thread. A cancellation that arrives while the device opens closes it again; the
+    close runs to completion even when cancelled (see ``Device.aclose``).
+
     Parameters
     ----------
     device_id:
@@ -343,10 +350,6 @@ def open_device(
         exists), anything else a ``Device`` whose ``acl`` is ``AclBackend``.
     options:
         ``WorkerOptions`` tuning the device worker.
-
-    Entering starts the worker thread and sets the device on it; leaving destroys what
-    the device still owns, resets the device (waiting for queued work) and joins the
-    thread.
     """
     if isinstance(device_id, bool) or not isinstance(device_id, int):
         raise TypeError(f"device_id must be an int, got {type(device_id).__name__}")

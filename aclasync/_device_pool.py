@@ -123,6 +123,9 @@ class DevicePool:
         """Close the pool (see ``StreamPool.aclose``), then every device. Idempotent: a
         call while another is under way returns when that one is complete.
 
+        With ``timeout`` (seconds), borrowers still holding a stream after that long are
+        cancelled (they get ``anyio.ClosedResourceError``) and their streams
+        force-closed; without it the close waits for every lent stream to come back.
         Runs to completion even when cancelled.
         """
         if self._close_done is not None:  # a second caller: wait for the first

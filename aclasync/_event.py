@@ -87,6 +87,7 @@ class Event(AsyncResource):
 
     @property
     def closed(self) -> bool:
+        """Whether the event or its device is closed (it can then no longer be waited on)."""
         return self._closed or self._state.closed
 
     async def synchronize(self, timeout: float | None = None) -> None:

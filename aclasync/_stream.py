@@ -92,6 +92,7 @@ class Stream(AsyncResource):
 
     @property
     def device(self) -> Device:
+        """The device the stream belongs to."""
         return self._device
 
     @property
@@ -101,10 +102,12 @@ class Stream(AsyncResource):
 
     @property
     def priority(self) -> int:
+        """The priority the stream was created with, from 0 (highest) to 7."""
         return self._priority
 
     @property
     def closed(self) -> bool:
+        """Whether the stream or its device is closed (it then takes no more work)."""
         return self._closed or self._state.closed
 
     # -- queueing (synchronous) ------------------------------------------------------

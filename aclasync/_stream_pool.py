@@ -130,6 +130,7 @@ class StreamPool(AsyncResource):
 
     @property
     def closed(self) -> bool:
+        """Whether the pool is closed or closing (it then lends no more streams)."""
         return self._closing or self._closed
 
     def statistics(self) -> PoolStatistics:

@@ -276,7 +276,11 @@ class NpuActor:
         return logical_device(npus[self._device_id])
 
     async def describe(self) -> ActorInfo:
-        """Open the device if needed and say which NPU this actor holds."""
+        """Open the device if needed and say which NPU this actor holds.
+
+        A few short worker round trips; a cancellation abandons the one under way (and
+        one that arrives while the device opens is handled as :meth:`device` says).
+        """
         dev = await self.device()
         count, ret = await dev.call(dev.acl.rt.get_device_count)
         raise_for_status(ret, "acl.rt.get_device_count", device=dev.id)
@@ -296,14 +300,20 @@ class NpuActor:
         )
 
     async def synchronize(self, timeout: float | None = None) -> None:
-        """Wait for all work on the actor's device (``Device.synchronize``)."""
+        """Wait for all work on the actor's device (``Device.synchronize``).
+
+        Opens the device first if needed. ``timeout`` (seconds) expiry raises
+        ``AclTimeoutError``; cancellation abandons the wait only. Neither consumes a
+        failure: the next await reports it.
+        """
         dev = await self.device()
         await dev.synchronize(timeout=timeout)
 
     async def close(self) -> None:
         """Close the device: destroy what it owns, reset it, join its worker.
 
-        Idempotent. Errors still unreported by the device are raised here.
+        Idempotent. Errors still unreported by the device are raised here. Runs to
+        completion even when cancelled, as ``Device.aclose`` does.
         """
         self._closed = True
         stack, self._exit_stack = self._exit_stack, None

@@ -127,3 +127,33 @@ def test_fragments_may_await_at_the_top_level(tmp_path: Path) -> None:
     text = "<!-- doc-block: fragment — part of main() -->\n```python\nawait f()\n```\n"
     doc_blocks.check(_blocks(tmp_path, text), whole=False)
     assert "Python syntax error" in _error(tmp_path, "```python\nawait f()\n```\n")
+
+
+def test_markdown_the_site_includes_is_a_document(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").write_text(":::{include} ../NOTES.md\n:::\n")
+    (tmp_path / "NOTES.md").write_text("# notes\n")
+    (tmp_path / "README.md").write_text("# y\n")
+    assert doc_blocks.documents(tmp_path) == [
+        tmp_path / "README.md",
+        tmp_path / "docs" / "notes.md",
+        tmp_path / "NOTES.md",
+    ]
+
+
+def test_a_directive_in_a_backtick_fence_is_an_error(tmp_path: Path) -> None:
+    text = "```{note}\n```python\nprint(1)\n```\n```\n"
+    assert "write it with a colon fence (:::{note})" in _error(tmp_path, text)
+
+
+def test_code_in_a_restructuredtext_page_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "api.rst"
+    page.write_text("API\n===\n\n.. autoclass:: aclasync.Stream\n   :members:\n")
+    doc_blocks.check_rst(tmp_path)  # autodoc directives only: fine
+    page.write_text("API\n===\n\nFor example::\n\n    import aclasync\n")
+    with pytest.raises(doc_blocks.DocBlockError, match="a block of code in a reStructured"):
+        doc_blocks.check_rst(tmp_path)
+    page.write_text("API\n===\n\n.. code-block:: python\n\n    import aclasync\n")
+    with pytest.raises(doc_blocks.DocBlockError, match="a block of code in a reStructured"):
+        doc_blocks.check_rst(tmp_path)

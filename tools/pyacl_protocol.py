@@ -22,7 +22,7 @@ from pathlib import Path
 
 from aclasync._pyacl.surface import PyFunction, format_units, functions, source, split_shape
 
-__all__ = ["BACKEND_MODULE", "main", "render_module"]
+__all__ = ["BACKEND_MODULE", "docstring", "main", "render_module"]
 
 BACKEND_MODULE = Path(__file__).resolve().parents[1] / "aclasync" / "_pyacl" / "backend.py"
 LINE = 100
@@ -46,6 +46,13 @@ _CLASSES = (
     ("acl.rt", "AclRt"),
     ("acl.mdl", "AclMdl"),
     ("acl.util", "AclUtil"),
+)
+
+#: The submodules ``AclBackend`` has as properties: name, protocol, what it holds.
+_NAMESPACES = (
+    ("rt", "AclRt", "devices, contexts, streams, events, memory and callbacks"),
+    ("mdl", "AclMdl", "offline models, their descriptions and datasets"),
+    ("util", "AclUtil", "host pointers of Python data, and raw threads"),
 )
 
 _HEADER = '''"""pyACL's Python surface as typing protocols. Generated: do not edit by hand.
@@ -110,24 +117,42 @@ def parameters(function: PyFunction) -> list[str]:
     return [*out, "/"] if out else []
 
 
+def docstring(function: PyFunction) -> list[str]:
+    """The method's docstring lines: the C function it wraps, what it returns, the GIL."""
+    if function.c_function:
+        words = f"Wraps ``{function.c_function}``"
+    else:
+        words = "A helper of pyACL's own (no ACL call)"
+    if function.returns:
+        words += f"; returns ``{function.returns}``"
+    if function.releases_gil:
+        words += "; releases the GIL while it runs"
+    text = f'        """{words}."""'
+    if len(text) <= LINE:
+        return [text]
+    first, _, rest = words.partition("; ")
+    return [f'        """{first};', f"        {rest}.", '        """']
+
+
 def _method(function: PyFunction) -> list[str]:
     params = ["self", *parameters(function)]
-    head, tail = f"    def {function.name}(", f") -> {result_type(function.returns)}: ..."
+    head, tail = f"    def {function.name}(", f") -> {result_type(function.returns)}:"
+    body = docstring(function)
     one_line = head + ", ".join(params) + tail
     if len(one_line) <= LINE:
-        return [one_line]
+        return [one_line, *body]
     inner = "        " + ", ".join(params)
     if len(inner) <= LINE:
-        return [head, inner, "    " + tail]
-    return [head, *(f"        {p}," for p in params), "    " + tail]
+        return [head, inner, "    " + tail, *body]
+    return [head, *(f"        {p}," for p in params), "    " + tail, *body]
 
 
 def _protocol(name: str, namespace: str, rows: list[PyFunction]) -> list[str]:
     lines = ["", "", f"class {name}(Protocol):"]
     lines.append(f'    """``{namespace}``: {len(rows)} functions."""')
     lines.append("")
-    for function in rows:
-        lines.extend(_method(function))
+    for index, function in enumerate(rows):
+        lines.extend(([""] if index else []) + _method(function))
     return lines
 
 
@@ -141,10 +166,12 @@ def render_module() -> str:
     lines.extend(["", "", "class AclBackend(Protocol):"])
     lines.append(f'    """``acl``: its {len(top)} functions and the submodules above."""')
     lines.append("")
-    for attribute, protocol in (("rt", "AclRt"), ("mdl", "AclMdl"), ("util", "AclUtil")):
-        lines.extend(["    @property", f"    def {attribute}(self) -> {protocol}: ..."])
+    for index, (attribute, protocol, what) in enumerate(_NAMESPACES):
+        lines.extend([""] if index else [])
+        lines.extend(["    @property", f"    def {attribute}(self) -> {protocol}:"])
+        lines.append(f'        """``acl.{attribute}``: {what}."""')
     for function in top:
-        lines.extend(_method(function))
+        lines.extend(["", *_method(function)])
     return "\n".join(lines) + "\n"
 
 

@@ -34,6 +34,7 @@ class DataBufferCalls:
 
     @parsed("acl.update_data_buffer")
     def update_data_buffer(self, data_buffer: int, data: int, size: int, /) -> int:
+        """Point the buffer at other memory; 100000 for a bad handle or null data."""
         found = self._models.buffers.get(data_buffer)
         if found is None or (data == 0 and size != 0):
             return _INVALID_PARAM
@@ -42,6 +43,7 @@ class DataBufferCalls:
 
     @parsed("acl.get_data_buffer_addr")
     def get_data_buffer_addr(self, data_buffer: int, /) -> int:
+        """The address the buffer points at; 0 for a bad handle."""
         found = self._models.buffers.get(data_buffer)
         return 0 if found is None else found.addr
 
@@ -53,6 +55,7 @@ class DataBufferCalls:
 
     @parsed("acl.get_data_buffer_size_v2")
     def get_data_buffer_size_v2(self, data_buffer: int, /) -> int:
+        """The buffer's size in bytes; 0 for a bad handle."""
         found = self._models.buffers.get(data_buffer)
         return 0 if found is None else found.size
 

@@ -229,6 +229,8 @@ class ModelExtension:
             dimensions of all inputs, in order; chosen with
             ``acl.mdl.set_input_dynamic_dims``.
 
+        Notes
+        -----
         With any of the three, the model has one more input, ``ascend_mbatch_shape_data``,
         last, and an output's ``-1`` dimensions take the gear's values in order. A model
         with ``-1`` dimensions and none of them has dynamic shapes: inputs take their

@@ -24,7 +24,7 @@ class SocProfile:
     name: str
     #: Streams per device, default and internal sync streams included.
     stream_limit: int = 1984
-    #: Streams an active device holds itself: its default stream and the internal sync stream.
+    #: Streams an active device holds itself (its default stream and the internal sync stream).
     reserved_streams: int = 2
     #: Hardware events per device (``create_event`` and events with SYNC or EXTERNAL).
     event_limit: int = 65536

@@ -102,11 +102,13 @@ class TensorDescCalls:
 
     @parsed("acl.get_tensor_desc_type")
     def get_tensor_desc_type(self, desc: int, /) -> int:
+        """The ``aclDataType`` of the description; -1 for a bad handle."""
         found = self._desc(desc)
         return -1 if found is None else found.data_type
 
     @parsed("acl.get_tensor_desc_format")
     def get_tensor_desc_format(self, desc: int, /) -> int:
+        """The ``aclFormat`` (the origin format); -1 for a bad handle."""
         found = self._desc(desc)
         return -1 if found is None else found.format
 
@@ -123,6 +125,7 @@ class TensorDescCalls:
 
     @parsed("acl.get_tensor_desc_size")
     def get_tensor_desc_size(self, desc: int, /) -> int:
+        """Bytes of the tensor: elements times the type's size; 0 for a bad handle."""
         found = self._desc(desc)
         if found is None:
             return 0
@@ -130,6 +133,7 @@ class TensorDescCalls:
 
     @parsed("acl.get_tensor_desc_num_dims")
     def get_tensor_desc_num_dims(self, desc: int, /) -> int:
+        """Number of dimensions; ``ACL_UNKNOWN_RANK`` (2**64 - 2) for an unknown rank."""
         found = self._desc(desc)
         if found is None:
             return 0
@@ -169,11 +173,13 @@ class TensorDescCalls:
 
     @parsed("acl.get_tensor_desc_name")
     def get_tensor_desc_name(self, desc: int, /) -> str:
+        """The name set on the description (empty by default or for a bad handle)."""
         found = self._desc(desc)
         return "" if found is None else found.name
 
     @parsed("acl.set_tensor_desc_name")
     def set_tensor_desc_name(self, desc: int, name: str, /) -> None:
+        """Name the description (a bad handle is ignored, as in C)."""
         found = self._desc(desc)
         if found is not None:
             found.name = name
@@ -195,6 +201,7 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_storage_format")
     def set_tensor_storage_format(self, tensor_desc: int, format: int, /) -> int:
+        """Set the storage format (a bad handle is ignored: 0, as in C)."""
         found = self._desc(tensor_desc)
         if found is not None:
             found.storage_format = format
@@ -210,6 +217,7 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_origin_format")
     def set_tensor_origin_format(self, tensor_desc: int, format: int, /) -> int:
+        """Set the origin format (what ``get_tensor_desc_format`` gives)."""
         found = self._desc(tensor_desc)
         if found is not None:
             found.format = format
@@ -217,6 +225,7 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_storage_shape")
     def set_tensor_storage_shape(self, tensor_desc: int, dims_list: Any, /) -> int:
+        """Set the storage shape; 100000 for a bad handle."""
         return self._set_dims(tensor_desc, dims_list, "storage_dims")
 
     @parsed("acl.set_tensor_shape")
@@ -226,10 +235,12 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_origin_shape")
     def set_tensor_origin_shape(self, tensor_desc: int, dims_list: Any, /) -> int:
+        """Set the origin shape (what the ``get_tensor_desc_dim*`` calls give)."""
         return self._set_dims(tensor_desc, dims_list, "dims")
 
     @parsed("acl.set_tensor_shape_range")
     def set_tensor_shape_range(self, tensor_desc: int, dims_list: Any, /) -> int:
+        """Set ``[low, high]`` per dimension, for dynamic shapes."""
         pairs = pair_list(dims_list, "argument 2 is not list")
         found = self._desc(tensor_desc)
         if found is None:
@@ -239,6 +250,7 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_value_range")
     def set_tensor_value_range(self, desc: int, value_range_obj: Any, /) -> int:
+        """Set ``[low, high]`` value pairs; 100000 for a bad handle."""
         pairs = pair_list(value_range_obj, "int64_t argument is not list")
         found = self._desc(desc)
         if found is None:
@@ -248,6 +260,7 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_dynamic_input")
     def set_tensor_dynamic_input(self, tensor_desc: int, dynamic_input_name: str, /) -> int:
+        """Name the dynamic input the description belongs to."""
         found = self._desc(tensor_desc)
         if found is None:
             return _INVALID_PARAM
@@ -256,6 +269,7 @@ class TensorDescCalls:
 
     @parsed("acl.set_tensor_place_ment")
     def set_tensor_place_ment(self, desc: int, mem_type: int, /) -> int:
+        """Set where the tensor lives (``aclMemType``); 100000 for a bad handle."""
         found = self._desc(desc)
         if found is None:
             return _INVALID_PARAM
