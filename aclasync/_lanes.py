@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import time
 from collections import deque
 
 from ._loop import Waiter
@@ -27,6 +28,9 @@ from ._pyacl.constants import StreamFlag
 
 __all__ = ["EventRecord", "Lane", "Life", "Loan", "Watch"]
 
+#: How much before its typical time a stream's head point is first looked at: a look
+#: that comes too early is repeated soon, one too late would teach a longer time.
+_EARLY_S = 50e-6
 #: A point purges abandoned waiters once it holds this many (then twice the survivors).
 _PURGE_FLOOR = 16
 
@@ -128,6 +132,7 @@ class Lane:
         "records",
         "settled_at",
         "submitted",
+        "typical",
         "watches",
     )
 
@@ -155,6 +160,8 @@ class Lane:
         self.open_fence: Watch | None = None
         #: Its last sync ended within a slice: the worker may wait for the next itself.
         self.quick = True
+        #: How long its polled fences took to be reached, lately (seconds; see ``due``).
+        self.typical = 0.0
         #: Calls submitted, and ``(submitted, device calls)`` at the last successful sync.
         self.submitted = 0
         self.settled_at: tuple[int, int] | None = None
@@ -187,6 +194,21 @@ class Lane:
         """A held stream sync came back (``BACK``): free to lend again."""
         if self.loan is Loan.BACK:
             self.move(Loan.FREE)
+
+    def reached(self, took: float) -> None:
+        """A polled fence was found reached *took* seconds after it was set. Polls find
+        work late by up to a poll period, so a shorter time is believed at once and a
+        longer one only bit by bit."""
+        typical = self.typical
+        self.typical = took if took < typical or not typical else typical + (took - typical) / 8
+
+    def due(self, poll: float) -> float:
+        """When (monotonic seconds) its head point should be reached, by its recent
+        fences; *poll* from now when that is not known."""
+        head = self.watches[0] if self.watches else None
+        if head is None or not head.since or not self.typical:
+            return time.monotonic() + poll
+        return head.since + self.typical - _EARLY_S
 
     def next_seq(self) -> int:
         """Number the next point recorded on the stream (events and fences)."""

@@ -5,6 +5,7 @@ Not thread-safe by itself: its owner, the ``Watcher``, calls it with its lock he
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -99,6 +100,8 @@ class Points:
             del watches[0]
             if lane.open_fence is head:
                 lane.open_fence = None
+            if head.since:
+                lane.reached(time.monotonic() - head.since)
             if head.fence and head.event:
                 self._handles.fence_pool.append(head.event)
             if ret:
@@ -106,11 +109,15 @@ class Points:
                 continue
             if head.fence and head.launches > lane.collected:
                 # Kernel failures come from synchronize_stream only: collect them when
-                # the stream is idle (the call then returns at once). Work queued after
-                # the fence leaves them for a later look.
-                status, ret = self._rt.stream_query(lane.handle)
-                if not ret and status == STREAM_COMPLETE:
+                # the stream is idle (the call then returns at once): an open fence
+                # was just found so; work queued after a closed one leaves them for a
+                # later look.
+                if not head.event:
                     self._collect(lane)
+                else:
+                    status, ret = self._rt.stream_query(lane.handle)
+                    if not ret and status == STREAM_COMPLETE:
+                        self._collect(lane)
             self.out.put_all(head.waiters, _done)
 
     def reached_tail(self, lane: Lane, point: Watch) -> bool:

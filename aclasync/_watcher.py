@@ -38,6 +38,8 @@ STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 _LENT = (Loan.EVENT, Loan.STREAM, Loan.HELD)
 #: Slices the worker waits for a default-mode stream itself before it lends the wait.
 DEFAULT_SLICES = 2
+#: The shortest sleep between two polls of streams whose work is due.
+_MIN_POLL_S = 20e-6
 
 
 class Watcher:
@@ -204,9 +206,11 @@ class Watcher:
 
     # -- the round ----------------------------------------------------------------------
 
-    def round(self, may_wait: Callable[[], bool]) -> tuple[Lent | None, Ready]:
+    def round(self, may_wait: Callable[[], bool], busy: bool) -> tuple[Lent | None, Ready]:
         """Sweep and lend what is waited for: the wait the worker takes itself, if any
-        (only while ``may_wait()``: no job queued, not stopping), and what is resolved."""
+        (only while ``may_wait()``: no job queued, not stopping), and what is resolved.
+        While *busy* (jobs keep coming) and several streams are waited for, none is
+        lent: the worker, awake for the jobs anyway, polls them all (``idle_plan``)."""
         inline = None
         with self.lock:
             if self._points.waiting:
@@ -224,7 +228,7 @@ class Watcher:
                                 lane.move(Loan.FREE)  # a wrapped event, reached: lend again
                     if may_wait():
                         inline = self._inline_loan()
-                if inline is None:
+                if inline is None and (not busy or len(self._points.waiting) == 1):
                     self._lend()
             self._asked.clear()
             return inline, self._points.out.take()
@@ -301,7 +305,10 @@ class Watcher:
                 self.close_fence(watched[0])  # the slice needs its event
             if head.event:
                 return None, head.event
-        return options.busy_poll_us / 1e6, 0
+        # Busy: poll, and first when a stream's recent waits say its work will be done.
+        poll = options.busy_poll_us / 1e6
+        due = min(lane.due(poll) for lane in watched) - time.monotonic()
+        return min(poll, max(due, _MIN_POLL_S)), 0
 
     # -- lending to the waiting thread --------------------------------------------------
 

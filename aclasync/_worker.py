@@ -41,6 +41,7 @@ from ._jobs import Call, Job, Record
 from ._lanes import EventRecord, Lane, Life
 from ._loop import Waiter, post
 from ._options import WorkerOptions
+from ._platform import precise_timers
 from ._waits import is_coroutine, launch_status
 from ._watcher import STREAM_ABORT, Watcher
 
@@ -81,6 +82,7 @@ class DeviceWorker:
         self._idle = False
         self._look = False
         self._last_jobs = 0.0
+        self._busy_s = options.busy_window_ms / 1e3
         self._cpu: int | None = None
         self._device_set = False
         self._current: Job | None = None
@@ -148,6 +150,7 @@ class DeviceWorker:
             return stop is None and not inbox
 
         try:
+            precise_timers()  # its polls are timed waits
             if self._cpu is not None:
                 os.sched_setaffinity(0, {self._cpu})
             while stop is None:
@@ -155,7 +158,8 @@ class DeviceWorker:
                 if stop is None and not inbox and not self._look and not watcher.watching():
                     self._sleep(watcher.take_ready())  # nothing to watch: until a job comes
                     continue
-                inline, ready = watcher.round(may_wait)
+                busy = time.monotonic() - self._last_jobs < self._busy_s
+                inline, ready = watcher.round(may_wait, busy)
                 failure = watcher.thread_failure()
                 if failure is not None:
                     post(ready)
@@ -206,7 +210,7 @@ class DeviceWorker:
     def _idle_wait(self, ready: Ready) -> None:
         """Post *ready*, then sleep until a job arrives or it is time to look again
         (the watcher's plan: see ``Watcher.idle_plan``)."""
-        busy = time.monotonic() - self._last_jobs < self.options.busy_window_ms / 1e3
+        busy = time.monotonic() - self._last_jobs < self._busy_s
         timeout, event = self.watcher.idle_plan(busy)
         if event:
             post(ready)

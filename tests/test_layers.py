@@ -1,8 +1,9 @@
 """The layering rules of docs/design.md ("The layers"), checked on the source and in a fresh
 interpreter.
 
-- ``aclasync._pyacl`` (pyACL's vocabulary) is a leaf: it imports nothing else of aclasync.
-- The simulator imports only itself and the vocabulary, and no event-loop library.
+- ``aclasync._pyacl`` (pyACL's vocabulary) and ``aclasync._platform`` (what the library's
+  threads ask of the operating system) are leaves: they import nothing else of aclasync.
+- The simulator imports only itself and those leaves, and no event-loop library.
 - The device worker never imports the simulator: it drives whatever backend it is given.
 - The library (front end, worker, simulator, ``testing``) never imports the command line
   (``aclasync._cli``: the subcommands and the demo and benchmark runners they drive).
@@ -82,7 +83,14 @@ def _breaks(rule: str, module: str, target: str) -> bool:
             and target != "aclasync"
             and not _within(target, "aclasync._pyacl")
         )
-    if rule == "sim imports only itself and the vocabulary":
+    if rule == "platform helpers are a leaf":
+        return (
+            _within(module, "aclasync._platform")
+            and _within(target, "aclasync")
+            and target != "aclasync"
+            and not _within(target, "aclasync._platform")
+        )
+    if rule == "sim imports only itself and the leaves":
         if not _within(module, "aclasync.sim"):
             return False
         if any(_within(target, lib) for lib in LOOP_LIBRARIES):
@@ -92,6 +100,7 @@ def _breaks(rule: str, module: str, target: str) -> bool:
             and target != "aclasync"
             and not _within(target, "aclasync.sim")
             and not _within(target, "aclasync._pyacl")
+            and not _within(target, "aclasync._platform")
         )
     if rule == "worker never imports sim":
         worker = (
@@ -131,7 +140,8 @@ def _breaks(rule: str, module: str, target: str) -> bool:
 
 RULES = [
     "vocabulary is a leaf",
-    "sim imports only itself and the vocabulary",
+    "platform helpers are a leaf",
+    "sim imports only itself and the leaves",
     "worker never imports sim",
     "library never imports the command line",
     "only aclasync.ray imports Ray",
@@ -151,8 +161,8 @@ def test_the_checker_sees_imports_of_every_form(tmp_path: Path) -> None:
     cli = PACKAGE_DIR / "_cli" / "__init__.py"
     assert any(_within(t, "aclasync._cli._bench") for _, t in _imports(cli))
     assert _breaks("library never imports the command line", "aclasync._device", "aclasync._cli")
-    assert _breaks("sim imports only itself and the vocabulary", "aclasync.sim._x", "anyio")
-    assert not _breaks("sim imports only itself and the vocabulary", "aclasync.sim._x", "numpy")
+    assert _breaks("sim imports only itself and the leaves", "aclasync.sim._x", "anyio")
+    assert not _breaks("sim imports only itself and the leaves", "aclasync.sim._x", "numpy")
 
 
 def test_importing_the_simulator_loads_no_front_end_and_no_event_loop_library() -> None:
@@ -172,7 +182,7 @@ def test_importing_the_simulator_loads_no_front_end_and_no_event_loop_library() 
         if _within(m, "aclasync")
         and m != "aclasync"
         and not (_within(m, "aclasync.sim") or _within(m, "aclasync._pyacl"))
-        and m != "aclasync._version"
+        and m not in ("aclasync._version", "aclasync._platform")
     ]
     assert loaded == []
     assert front == []
@@ -240,5 +250,5 @@ def test_import_acl_from_acl_module_path_loads_only_the_simulator() -> None:
         for m in modules
         if _within(m, "aclasync")
         and not (_within(m, "aclasync.sim") or _within(m, "aclasync._pyacl"))
-        and m not in ("aclasync", "aclasync._version")
+        and m not in ("aclasync", "aclasync._version", "aclasync._platform")
     ] == []

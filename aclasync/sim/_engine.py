@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from .._platform import precise_timers
 from ._cores import CorePool
 from ._objects import SimStream, Task
 
@@ -95,6 +96,7 @@ class Engine:
     # -- scheduler thread ------------------------------------------------------------
 
     def _schedule(self) -> None:
+        precise_timers()  # a kernel's end is a timed wait: on time, not up to 50 us late
         timers = self._timers
         with self._lock:
             while not self._stopping:

@@ -121,7 +121,8 @@ class StreamCalls(CallGroup):
         if found is None:
             return 0, ret
         tail = found.tail
-        return (0 if tail is None or tail.done else _STATUS_NOT_READY), RC.OK
+        idle = tail is None or tail.done or _ended(tail)
+        return (0 if idle else _STATUS_NOT_READY), RC.OK
 
     @parsed("acl.rt.stream_wait_event")
     def stream_wait_event(self, stream: int, event: int, /) -> int:
@@ -212,3 +213,17 @@ class StreamCalls(CallGroup):
             scope.overflow_status = 0
 
         return self._submit(found, Task(found, "reset_overflow_status", action=clear_status))
+
+
+def _ended(task: Task) -> bool:
+    """Whether *task*, its stream's last, is modelled device time alone that has run
+    out: the device is done with it even if the scheduler thread has not had the GIL
+    to say so yet (a query reads the device's state; a sync still waits for the
+    scheduler, which delivers the task's failure)."""
+    stream = task.stream
+    return (
+        stream.running is task
+        and task.fn is None
+        and not task.hold
+        and task.start + task.duration <= time.monotonic()
+    )
