@@ -90,10 +90,11 @@ class Watch:
     event task on the stream. ``launches``: the stream's calls queued at a fence.
     """
 
-    __slots__ = ("_limit", "event", "fence", "launches", "seq", "since", "waiters")
+    __slots__ = ("_limit", "event", "fence", "launches", "pending_at", "seq", "since", "waiters")
 
     def __init__(self, event: int, seq: int, *, fence: bool, launches: int) -> None:
         self.since = 0.0  # when a fence was set (monotonic seconds)
+        self.pending_at = 0.0  # when a poll last found it not reached
         self.event = event
         self.seq = seq
         self.fence = fence
@@ -195,10 +196,14 @@ class Lane:
         if self.loan is Loan.BACK:
             self.move(Loan.FREE)
 
-    def reached(self, took: float) -> None:
-        """A polled fence was found reached *took* seconds after it was set. Polls find
-        work late by up to a poll period, so a shorter time is believed at once and a
-        longer one only bit by bit."""
+    def reached(self, head: Watch, now: float) -> None:
+        """A polled fence *head* was found reached at *now*. Its work ended between the
+        last look that found it pending and this one: the middle is believed at once
+        if shorter than the typical time, a longer one only bit by bit (a poll can
+        come late, and a late one must not teach a longer time at once)."""
+        took = now - head.since
+        if head.pending_at > head.since:
+            took = (took + head.pending_at - head.since) / 2
         typical = self.typical
         self.typical = took if took < typical or not typical else typical + (took - typical) / 8
 

@@ -96,12 +96,14 @@ class Points:
                 status, ret = self._rt.stream_query(lane.handle)
                 reached = status == STREAM_COMPLETE
             if not ret and not reached:
+                if head.since:
+                    head.pending_at = time.monotonic()
                 return
             del watches[0]
             if lane.open_fence is head:
                 lane.open_fence = None
             if head.since:
-                lane.reached(time.monotonic() - head.since)
+                lane.reached(head, time.monotonic())
             if head.fence and head.event:
                 self._handles.fence_pool.append(head.event)
             if ret:

@@ -8,8 +8,7 @@ import math
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Generator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -180,8 +179,7 @@ class StreamPool(AsyncResource):
 
     # -- borrowing -------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def stream(self) -> AsyncIterator[Stream]:
+    def stream(self) -> _Borrow:
         """Borrow a stream for the body of ``async with pool.stream() as s``.
 
         Waits (in arrival order) while every stream is lent out. Cancellation while
@@ -195,23 +193,36 @@ class StreamPool(AsyncResource):
         if ``aclose(timeout=...)`` ran out of time and force-closed the stream while it
         was borrowed.
         """
+        return _Borrow(self)
+
+    async def _lend(self) -> tuple[Stream, anyio.CancelScope]:
+        """Borrow a stream and open its lease (``_Borrow.__aenter__``)."""
         stream = await self._acquire()
         lease = anyio.CancelScope()
+        lease.__enter__()
         self._leases.add(lease)
+        return stream, lease
+
+    async def _take_back(
+        self, stream: Stream, lease: anyio.CancelScope, exc: BaseException | None
+    ) -> bool:
+        """End a borrow (``_Borrow.__aexit__``): close the lease, recycle the stream,
+        report its failures. True if the lease swallowed its own cancellation (then
+        ``ClosedResourceError`` is raised instead)."""
         try:
-            with lease:
-                yield stream
-        except BaseException as exc:
+            swallowed = bool(lease.__exit__(type(exc) if exc else None, exc, None))
+        finally:
             self._leases.discard(lease)
+        if exc is not None and not swallowed:
             stream.device._state.hand_over(await self._recycle(stream), exc)
-            raise
-        self._leases.discard(lease)
+            return False
         failures = await self._recycle(stream)
         if lease.cancelled_caught:
             closed = anyio.ClosedResourceError(self._close_reason)
             report(failures, closed)
             raise closed
         report(failures)
+        return swallowed
 
     async def _acquire(self) -> Stream:
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -413,6 +424,31 @@ class StreamPool(AsyncResource):
             waiter = self._waiters.popleft()
             waiter.error = error
             waiter.event.set()
+
+
+class _Borrow:
+    """One ``async with pool.stream() as s``: a class rather than a generator, since a
+    request pays for every step of its borrow."""
+
+    __slots__ = ("_lease", "_pool", "_stream")
+
+    def __init__(self, pool: StreamPool) -> None:
+        self._pool = pool
+        self._stream: Stream | None = None
+        self._lease: anyio.CancelScope | None = None
+
+    async def __aenter__(self) -> Stream:
+        if self._lease is not None:
+            raise RuntimeError("a pool.stream() borrow can be entered once")
+        self._stream, self._lease = await self._pool._lend()
+        return self._stream
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> bool:
+        assert self._stream is not None
+        assert self._lease is not None
+        return await self._pool._take_back(self._stream, self._lease, exc)
 
 
 class _Waiter:

@@ -150,7 +150,6 @@ class DeviceWorker:
             return stop is None and not inbox
 
         try:
-            precise_timers()  # its polls are timed waits
             if self._cpu is not None:
                 os.sched_setaffinity(0, {self._cpu})
             while stop is None:
@@ -225,8 +224,10 @@ class DeviceWorker:
         post(ready)
         if timeout is None:
             self._wake.acquire()
-        else:
+        else:  # a poll's timing: on time, not up to the default slack late
+            precise_timers(True)
             self._wake.acquire(timeout=timeout)
+            precise_timers(False)
         self._idle = False
 
     def _set_device(self) -> None:

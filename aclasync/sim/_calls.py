@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ._core import Core, wait_for_tasks
+from ._core import Core, has_ended, wait_for_tasks
 from ._device import SimDevice
 from ._objects import Context, SimStream, Task
 from ._rc import RC
@@ -64,6 +64,8 @@ class CallGroup:
         tail = stream.tail
         if tail is None or tail.done:
             return True
+        if has_ended(tail):  # idle on the device: no wake-up to pay, only the bookkeeping
+            return wait_for_tasks(self._core, [tail], timeout_deadline(timeout_ms))
         if timeout_ms == 0:
             return False
         profile = self._core.profile

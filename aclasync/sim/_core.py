@@ -235,6 +235,20 @@ def wait_for_tasks(
     return True
 
 
+def has_ended(task: Task) -> bool:
+    """Whether *task*, its stream's last, is modelled device time alone that has run
+    out: the device is done with it even if the scheduler thread has not had the GIL
+    to say so yet. A query then reports it done, and a sync finds the stream idle (it
+    still waits for the scheduler, which delivers the task's failure, but not for the
+    wake-up a passive wait for running work pays)."""
+    return (
+        task.stream.running is task
+        and task.fn is None
+        and not task.hold
+        and task.start + task.duration <= time.monotonic()
+    )
+
+
 def _is_done(task: Task) -> bool:
     # A function call, so that type checkers do not narrow ``task.done`` across waits.
     return task.done

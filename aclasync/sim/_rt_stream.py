@@ -7,7 +7,7 @@ import time
 
 from ._args import parsed
 from ._calls import CallGroup
-from ._core import check_ints, wait_for_tasks
+from ._core import check_ints, has_ended, wait_for_tasks
 from ._objects import SimStream, Task
 from ._rc import RC
 
@@ -121,7 +121,7 @@ class StreamCalls(CallGroup):
         if found is None:
             return 0, ret
         tail = found.tail
-        idle = tail is None or tail.done or _ended(tail)
+        idle = tail is None or tail.done or has_ended(tail)
         return (0 if idle else _STATUS_NOT_READY), RC.OK
 
     @parsed("acl.rt.stream_wait_event")
@@ -213,17 +213,3 @@ class StreamCalls(CallGroup):
             scope.overflow_status = 0
 
         return self._submit(found, Task(found, "reset_overflow_status", action=clear_status))
-
-
-def _ended(task: Task) -> bool:
-    """Whether *task*, its stream's last, is modelled device time alone that has run
-    out: the device is done with it even if the scheduler thread has not had the GIL
-    to say so yet (a query reads the device's state; a sync still waits for the
-    scheduler, which delivers the task's failure)."""
-    stream = task.stream
-    return (
-        stream.running is task
-        and task.fn is None
-        and not task.hold
-        and task.start + task.duration <= time.monotonic()
-    )
