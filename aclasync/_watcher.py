@@ -69,6 +69,7 @@ class Watcher:
         self._thread: WaitingThread | None = None
         self._thread_busy = False  # the waiting thread holds a loan
         self._offered: Lent | None = None  # chosen for the waiting thread, not yet taken
+        self._poke_due = False  # lent something: wake the thread before the worker blocks
         self._slice_s = options.wait_slice_ms / 1e3
         self._inline_s = DEFAULT_SLICES * self._slice_s
 
@@ -127,6 +128,7 @@ class Watcher:
         in ``wait_slice_ms`` slices until ``jobs_came()``; a default stream's, for
         ``DEFAULT_SLICES`` slices at most (each slice's wake-up costs CPU a passive wait
         does not), after which its waits go to the waiting thread until one is short."""
+        self.wake_waiting_thread()
         sync = self._rt.synchronize_stream_with_timeout
         handle, slice_ms = lane.handle, self._options.wait_slice_ms
         if lane.fast_sync:
@@ -153,6 +155,13 @@ class Watcher:
                 points.out.put(waiter, DONE)  # idle since the last look: nothing to ask
             else:
                 self._fence(lane, waiter, timed or waiter.expired, calls)
+                if (
+                    len(points.waiting) == 1
+                    and lane.loan is Loan.FREE
+                    and lane.watches
+                    and not self._may_wait_inline(lane)
+                ):
+                    self._lend()  # it alone is waited for, and the worker may not: now
 
     def _fence(self, lane: Lane, waiter: Waiter, timed: bool, calls: int) -> None:
         # Only a timed wait's first look must answer an idle stream: an untimed one is
@@ -272,9 +281,9 @@ class Watcher:
         post(ready)
 
     def watching(self) -> bool:
-        """Whether any point is waited for (a hint read without the lock: only the
-        worker adds points)."""
-        return bool(self._points.waiting)
+        """Whether any point waited for is the worker's to look at (none is lent). A
+        hint read without the lock (a stale answer costs a round or a look)."""
+        return any(lane.loan not in _LENT for lane in list(self._points.waiting))
 
     def take_ready(self) -> Ready:
         """The waiters resolved so far, to post."""
@@ -320,6 +329,19 @@ class Watcher:
                 self._thread = WaitingThread(self._rt, self._device_id, self._context, self)
             if not self._thread_busy and self._offered is None:
                 self._offered = self._choose()
+            # Woken when the worker next blocks (``wake_waiting_thread``), not now: the
+            # worker holds the GIL until then, and the thread would only wait for it.
+            self._poke_due = True
+
+    def wake_waiting_thread(self) -> None:
+        """Wake the waiting thread for what was lent to it (worker, before it blocks)."""
+        if self._poke_due:
+            with self.lock:
+                self._poke_now()
+
+    def _poke_now(self) -> None:
+        if self._poke_due and self._thread is not None:
+            self._poke_due = False
             self._thread.poke()
 
     def pick(self) -> Lent | None:
@@ -375,6 +397,7 @@ class Watcher:
         """Wait (lock released) until a stream sync lent on *lane* returned, and keep it
         from being lent straight back meanwhile (as a timed-out sync would be)."""
         if lane.loan is Loan.STREAM:
+            self._poke_now()  # it may not have been told yet
             lane.move(Loan.HELD)
             self._returned.wait_for(lambda: lane.loan is not Loan.HELD)
             lane.take_back()

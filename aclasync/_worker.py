@@ -159,6 +159,7 @@ class DeviceWorker:
                     continue
                 busy = time.monotonic() - self._last_jobs < self._busy_s
                 inline, ready = watcher.round(may_wait, busy)
+                watcher.wake_waiting_thread()
                 failure = watcher.thread_failure()
                 if failure is not None:
                     post(ready)
@@ -200,6 +201,7 @@ class DeviceWorker:
         if self._inbox or self._look:  # re-checked after _idle is set: no lost wake-up
             self._idle = False
         else:
+            self.watcher.wake_waiting_thread()
             post(ready)
             self._wake.acquire()
             self._idle = False
