@@ -208,12 +208,19 @@ class Lane:
         self.typical = took if took < typical or not typical else typical + (took - typical) / 8
 
     def due(self, poll: float) -> float:
-        """When (monotonic seconds) its head point should be reached, by its recent
-        fences; *poll* from now when that is not known."""
+        """When (monotonic seconds) to look at its head point next: a little before
+        its recent fences say it is reached, and after a look that found it pending,
+        no sooner than an eighth of the time it has taken so far (so that a point
+        queued behind much work is looked at ever less often, *poll* apart at most);
+        *poll* from now when nothing is known."""
         head = self.watches[0] if self.watches else None
         if head is None or not head.since or not self.typical:
             return time.monotonic() + poll
-        return head.since + self.typical - _EARLY_S
+        due = head.since + self.typical - _EARLY_S
+        pending = head.pending_at
+        if pending > head.since:
+            due = max(due, pending + min(poll, (pending - head.since) / 8))
+        return due
 
     def next_seq(self) -> int:
         """Number the next point recorded on the stream (events and fences)."""

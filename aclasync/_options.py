@@ -23,25 +23,30 @@ class WorkerOptions:
         waiting quietly for default-mode streams; a job submitted meanwhile waits at
         most this long (pyACL timeouts are whole milliseconds).
     busy_poll_us, busy_window_ms:
-        After jobs arrived in the last ``busy_window_ms``, the worker polls every
-        ``busy_poll_us`` (waking at once for new jobs) instead of blocking in slices.
+        After jobs arrived in the last ``busy_window_ms``, the worker polls the
+        streams it waits for every ``busy_poll_us`` at most (waking at once for new
+        jobs) instead of blocking in slices, and first when a stream's recent waits
+        say its work is due; with several streams waited for it then lends none to
+        the waiting thread: a query finds finished work without a passive wait's
+        wake-up latency, and the worker is awake for the jobs anyway.
     fast_sync_poll_us:
         Interval at which the worker polls while a FAST_SYNC stream has waiters
         (lower latency, more CPU: the documented FAST_SYNC trade-off).
     inline_fast_sync:
         While a FAST_SYNC stream's sync is all the device waits for and no job is
         queued, the worker waits for it itself, in ``wait_slice_ms`` slices, instead
-        of waking the waiting thread: the wait then starts at once, so a kernel
-        shorter than a thread wake-up does not pay one. A job submitted meanwhile
-        (another stream's launch, say) waits for the slice to end. With False,
-        every wait goes to the waiting thread.
+        of waking the waiting thread: the wait starts at once, as in a thread that
+        launches and syncs, so a request costs no more thread wake-ups than that
+        thread's. A job submitted meanwhile (another stream's launch, say) waits for
+        the slice to end. With False, every wait goes to the waiting thread.
     inline_default_sync:
-        The same for a default-mode stream whose last sync ended within one
-        ``wait_slice_ms`` slice: the worker waits for it itself for one slice, then
-        lends the wait to the waiting thread (and lends that stream's waits at once
-        until one ends within a slice again). A launch-then-sync request on a short
-        kernel then costs what a thread that launches and syncs itself pays, while a
-        long wait still costs no CPU. With False, such waits go to the waiting thread.
+        The same for a default-mode stream whose last sync ended within two
+        ``wait_slice_ms`` slices: the worker waits for it itself for two slices at
+        most, then lends the wait to the waiting thread (and lends that stream's
+        waits at once until one is short again). A short request then costs what a
+        thread that launches and syncs itself pays; a long wait costs one thread
+        wake-up more than that thread's (the waiting thread's) and no slices' CPU.
+        With False, such waits go to the waiting thread.
     cpu:
         Pin the worker thread to this CPU (Linux only), or ``"loop"``: pin both the
         thread that opens the device (the event loop's) and the worker to the CPU that
@@ -64,8 +69,8 @@ class WorkerOptions:
             raise TypeError(
                 "WorkerOptions(waiting_thread=...) is gone: every device now has a waiting "
                 "thread, which blocks in the runtime's own waits (the design without one "
-                "polled, at 4-9 % of a core per device against 0.2-0.3 %; its figures are "
-                "in benchmarks/README.md)"
+                "polled quiet waits, at 4-9 % of a core per device against 0.2-0.3 % "
+                "measured with one)"
             )
         if isinstance(self.wait_slice_ms, bool) or not isinstance(self.wait_slice_ms, int):
             raise TypeError("wait_slice_ms must be an int (milliseconds)")

@@ -96,7 +96,7 @@ class WaitingThread:
             while True:
                 with self._lock:
                     if lent is not None:
-                        lender.returned(lent, ret)
+                        lender.returned(lent, ret)  # (it posts what it resolves)
                     stopping = self._stopping
                     lent = None if stopping else lender.pick()
                     if lent is None:

@@ -366,7 +366,8 @@ class Watcher:
         return None
 
     def returned(self, lent: Lent, ret: int) -> None:
-        """A lent wait returned *ret*: resolve what is finished (lock held)."""
+        """A lent wait returned *ret*: resolve what is finished; when its point was
+        reached, post the resolved waiters at once (lock held)."""
         lane = lent.lane
         if lane.loan is Loan.HELD:  # the worker waits for it: not lent before it looks
             lane.move(Loan.BACK)
@@ -379,11 +380,17 @@ class Watcher:
         if lent.by_stream:
             if ret:
                 self._take_sync_status(lane, ret)
-            lane.collected = lent.point.launches
-            if not lane.quick:  # short again? then the worker may wait for the next itself
-                lane.quick = time.monotonic() - lent.point.since < self._inline_s
-            if self._points.reached_tail(lane, lent.point):
-                return  # the common case, kept short: the CPU is cold here
+            point = lent.point
+            lane.collected = point.launches
+            if self._points.reached_tail(lane, point):
+                # The common case, kept short: the CPU is cold here. Posted before the
+                # rest of the bookkeeping, which the loop's wake-up then overlaps.
+                post(self._points.out.take())
+                if not lane.quick:  # short again? the worker may wait for the next itself
+                    lane.quick = time.monotonic() - point.since < self._inline_s
+                return
+            if not lane.quick:
+                lane.quick = time.monotonic() - point.since < self._inline_s
         self._points.sweep_lane(lane)
         reached = self._points.drop_if_done(lane) or lane.watches[0] is not head
         if not reached and (ret or not lent.by_stream):

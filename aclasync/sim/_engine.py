@@ -66,10 +66,11 @@ class Engine:
 
     def submit_locked(self, task: Task) -> None:
         """Append *task* to its stream's FIFO."""
-        task.submitted = time.monotonic()
         stream = task.stream
         stream.tail = task
         idle = stream.running is None and not stream.queue
+        if idle:  # the device may start it at once (see _start_head_locked)
+            task.submitted = time.monotonic()
         stream.queue.append(task)
         if idle:
             self._ready.append(stream)
@@ -103,7 +104,8 @@ class Engine:
                 now = time.monotonic()
                 while timers and timers[0][0] <= now:
                     deadline, _, task = heapq.heappop(timers)
-                    self._satisfy_locked(task, deadline if _timed_only(task) else now)
+                    timed_only = task.fn is None and not task.hold  # its end is modelled
+                    self._satisfy_locked(task, deadline if timed_only else now)
                 while self._ready:
                     self._start_head_locked(self._ready.popleft(), now)
                 if self._ready:
@@ -126,16 +128,22 @@ class Engine:
                 return
             queue_.popleft()
             stream.running = task
-            if _timed_only(task):
-                # The device starts it once it is queued and the stream is free, not
-                # when this thread gets the GIL: a host thread running Python right
-                # after a launch must not delay the modelled kernel (on a card it does
-                # not). A body or a hold runs on the host, so it starts now.
-                ready = max(task.submitted, stream.free_at, 0.0 if dep is None else dep.finish)
-                task.start = min(now, ready)
-            else:
-                task.start = now
-            start = task.start
+            start = now
+            if task.submitted and task.fn is None and not task.hold:
+                # Queued on an idle stream, it starts when it was queued, not when this
+                # thread got the GIL: host Python right after a launch must not delay
+                # the modelled kernel (on a card it does not). Work queued behind other
+                # work starts when this thread finds its turn, as before, so a late
+                # thread never catches up with a backlog in one burst that would hold
+                # the GIL; a body or a hold runs on the host and starts now too.
+                start = task.submitted
+                if stream.free_at > start:
+                    start = stream.free_at
+                if dep is not None and dep.finish > start:
+                    start = dep.finish
+                if start > now:
+                    start = now
+            task.start = start
             if task.action is not None:
                 task.action(task)
             pending = 0
@@ -186,9 +194,3 @@ class Engine:
 
     def _body_done_locked(self, task: Task) -> None:
         self._satisfy_locked(task, time.monotonic())
-
-
-def _timed_only(task: Task) -> bool:
-    """Whether *task* is device time alone (no host body, no hold): its start and end
-    follow the modelled timeline, whenever the scheduler thread gets to run."""
-    return task.fn is None and not task.hold

@@ -72,7 +72,7 @@ class Task:
         self.pending = 0
         self.start = 0.0
         self.finish = 0.0
-        self.submitted = 0.0  # when it was queued (monotonic seconds)
+        self.submitted = 0.0  # when it was queued on an idle stream (else 0)
         self.waiters: list[_thread.LockType] | None = None
         self.dependents: list[SimStream] | None = None
 
