@@ -135,6 +135,18 @@ def raw_open(acl: Any, device_id: int, flags: int = 0) -> tuple[int, int]:
     return int(context), int(stream)
 
 
+def make_streams(rt: Any, modes: dict[str, int], streams: dict[str, int]) -> None:
+    """On a thread with a context: create a stream per mode (its flags) into *streams*.
+
+    Raises at the first failure; the streams made so far stay in *streams*, for the
+    caller to destroy. Blocks.
+    """
+    for mode, flags in modes.items():
+        handle, ret = rt.create_stream_with_config(0, flags)
+        expect(ret, "acl.rt.create_stream_with_config")
+        streams[mode] = int(handle)
+
+
 def warm_up(acl: Any, stream: int) -> None:
     """Run one empty task on *stream* and wait for it (on a thread with its context).
 

@@ -38,7 +38,7 @@ from aclasync._loop import Waiter, current_delivery
 from aclasync.sim import Kernel
 
 from .._workload import Workload
-from ._common import expect, warm_up
+from ._common import expect, make_streams, warm_up
 
 __all__ = ["RawSample", "RawThread", "Stamp"]
 
@@ -161,10 +161,8 @@ class RawThread:
         try:
             expect(rt.set_device(0), "acl.rt.set_device")
             self._device_set = True
-            for mode, flags in self._modes.items():
-                handle, ret = rt.create_stream_with_config(0, flags)
-                expect(ret, "acl.rt.create_stream_with_config")
-                streams[mode] = handle
+            make_streams(rt, self._modes, streams)
+            for handle in streams.values():
                 warm_up(self._acl, handle)
             if self._work is not None:
                 scratch, ret = rt.malloc(max(self._work.scratch_bytes, 32), 0)

@@ -50,7 +50,7 @@ from aclasync import StreamFlag, sim
 from aclasync._loop import Waiter, current_delivery
 
 from .._workload import Workload
-from ._common import BenchConfig, Target, check, column, expect, run_on_loop
+from ._common import BenchConfig, Target, check, column, expect, make_streams, run_on_loop
 from ._stats import percentile
 
 __all__ = ["CHARTS", "RUNS_NATIVE", "run"]
@@ -247,10 +247,7 @@ class _RawDevice:
         try:
             expect(rt.set_device(0), "acl.rt.set_device")
             self._device_set = True
-            for mode, flags in self._modes.items():
-                stream, ret = rt.create_stream_with_config(0, flags)
-                expect(ret, "acl.rt.create_stream_with_config")
-                self.streams[mode] = stream
+            make_streams(rt, self._modes, self.streams)
             if self._work.scratch_bytes:
                 self.scratch, ret = rt.malloc(self._work.scratch_bytes, 0)
                 expect(ret, "acl.rt.malloc")
