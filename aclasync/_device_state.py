@@ -160,10 +160,6 @@ class DeviceState:
             self.worker.submit(EventWait(lane, event, record, waiter))
         return waiter
 
-    def mark(self, lane: Lane) -> tuple[int, int]:
-        """Where *lane* stands now, for ``settle`` after a sync (see ``settled``)."""
-        return lane.submitted, self.calls
-
     def settle(self, lane: Lane, mark: tuple[int, int] | None = None) -> None:
         """After a wait on *lane* succeeded: raise the stream's oldest unreported
         failure (rule 2); or, for a sync begun at *mark*, remember the stream settled."""

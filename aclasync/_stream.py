@@ -223,7 +223,7 @@ class Stream(AsyncResource):
         if self._closed:
             raise anyio.ClosedResourceError(f"{self!r} is closed")
         state, lane = self._state, self._lane
-        mark = (lane.submitted, state.calls)  # state.mark(), inlined: the request path
+        mark = (lane.submitted, state.calls)  # where it stands, for settle (see settled)
         waiter = state.wait_for(lane, timed=timeout is not None)  # checks the device
         if timeout is None:
             await waiter.wait()

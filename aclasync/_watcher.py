@@ -283,7 +283,11 @@ class Watcher:
     def watching(self) -> bool:
         """Whether any point waited for is the worker's to look at (none is lent). A
         hint read without the lock (a stale answer costs a round or a look)."""
-        return any(lane.loan not in _LENT for lane in list(self._points.waiting))
+        return bool(self._watched())
+
+    def _watched(self) -> list[Lane]:
+        """The streams waited for that no loan is out on: the worker's to look at."""
+        return [lane for lane in list(self._points.waiting) if lane.loan not in _LENT]
 
     def take_ready(self) -> Ready:
         """The waiters resolved so far, to post."""
@@ -300,7 +304,7 @@ class Watcher:
         if not self._points.waiting:  # (a stale answer only costs a round)
             return None, 0
         with self.lock:
-            watched = [lane for lane in self._points.waiting if lane.loan not in _LENT]
+            watched = self._watched()
             head = watched[0].watches[0] if watched and watched[0].watches else None
         if head is None:
             return None, 0
@@ -499,9 +503,7 @@ class Watcher:
 
     def flush(self) -> None:
         """Post the waiters resolved so far."""
-        with self.lock:
-            ready = self._points.out.take()
-        post(ready)
+        post(self.take_ready())
 
     def take_ready_locked(self) -> Ready:
         """The waiters resolved so far (waiting thread, lock held)."""

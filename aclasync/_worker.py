@@ -158,6 +158,7 @@ class DeviceWorker:
                     self._sleep(watcher.take_ready())  # nothing to watch: until a job comes
                     continue
                 busy = time.monotonic() - self._last_jobs < self._busy_s
+                self._look = False  # the round is the look asked for
                 inline, ready = watcher.round(may_wait, busy)
                 watcher.wake_waiting_thread()
                 failure = watcher.thread_failure()
@@ -193,21 +194,6 @@ class DeviceWorker:
         self._current = None
         return None
 
-    def _sleep(self, ready: Ready) -> None:
-        """Post *ready* and sleep until a job comes (or the waiting thread asks for a
-        look): the short path, which a request's answer takes right before the worker
-        blocks, so that the loop it wakes finds the GIL free at once."""
-        self._idle = True
-        if self._inbox or self._look:  # re-checked after _idle is set: no lost wake-up
-            self._idle = False
-        else:
-            self.watcher.wake_waiting_thread()
-            post(ready)
-            self._wake.acquire()
-            self._idle = False
-            return
-        post(ready)
-
     def _idle_wait(self, ready: Ready) -> None:
         """Post *ready*, then sleep until a job arrives or it is time to look again
         (the watcher's plan: see ``Watcher.idle_plan``)."""
@@ -216,13 +202,19 @@ class DeviceWorker:
         if event:
             post(ready)
             self._rt.synchronize_event_with_timeout(event, self.options.wait_slice_ms)
-            return
+        else:
+            self._sleep(ready, timeout)
+
+    def _sleep(self, ready: Ready, timeout: float | None = None) -> None:
+        """Post *ready* right before blocking (the loop it wakes then finds the GIL
+        free) and sleep until a job comes, the waiting thread asks for a look, or
+        *timeout* seconds (None: no limit) pass, on time for a poll."""
         self._idle = True
         if self._inbox or self._look:  # re-checked after _idle is set: no lost wake-up
             self._idle = False
-            self._look = False
             post(ready)
             return
+        self.watcher.wake_waiting_thread()
         post(ready)
         if timeout is None:
             self._wake.acquire()

@@ -29,6 +29,7 @@ import dataclasses
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import outcome
@@ -179,10 +180,7 @@ class RawThread:
         finally:
             self._ready.set()
         try:
-            if timed is None:
-                self._answer(streams)
-            else:
-                self._answer_timed(streams, timed)
+            self._answer(self._stamped(streams) if timed is None else self._timed(streams, timed))
         finally:
             self._teardown(streams, timed)
 
@@ -198,10 +196,10 @@ class RawThread:
         if self._device_set:
             rt.reset_device(0)
 
-    def _answer(self, streams: dict[str, int]) -> None:
-        launch, sync = self._acl.sim.launch_kernel, self._acl.rt.synchronize_stream
+    def _answer(self, sample: Callable[[str, float], RawSample]) -> None:
+        """Run each queued job's ``sample(mode, length)`` and post its outcome to the
+        job's waiter, until the stop (``None``)."""
         jobs, go = self._jobs, self._go
-        clock, cpu_clock = time.perf_counter, time.thread_time
         while True:
             go.acquire()
             while jobs:
@@ -210,53 +208,56 @@ class RawThread:
                     return
                 waiter, mode, length = job
                 try:
-                    stamp = Stamp(length)
-                    handle = streams[mode]
-                    expect(launch(Kernel(fn=stamp), handle), "acl.sim.launch_kernel")
-                    cpu = cpu_clock()
-                    ret = sync(handle)
-                    returned = clock()
-                    cpu = cpu_clock() - cpu
-                    expect(ret, "acl.rt.synchronize_stream")
-                    ran, latency = stamp.end - stamp.start, returned - stamp.end
-                    waiter.result = outcome.Value(RawSample(ran, latency, clock(), cpu))
+                    waiter.result = outcome.Value(sample(mode, length))
                 except Exception as exc:  # handed to the coroutine, which raises it
                     waiter.result = outcome.Error(exc)
                 waiter.delivery.post((waiter,))
 
-    def _answer_timed(self, streams: dict[str, int], timed: tuple[int, int, int]) -> None:
-        """``_answer`` with the work of ``self._work``, timed by two events around it."""
+    def _stamped(self, streams: dict[str, int]) -> Callable[[str, float], RawSample]:
+        """One sample: a simulated kernel that stamps its own start and end."""
+        launch, sync = self._acl.sim.launch_kernel, self._acl.rt.synchronize_stream
+        clock, cpu_clock = time.perf_counter, time.thread_time
+
+        def sample(mode: str, length: float) -> RawSample:
+            stamp = Stamp(length)
+            handle = streams[mode]
+            expect(launch(Kernel(fn=stamp), handle), "acl.sim.launch_kernel")
+            cpu = cpu_clock()
+            ret = sync(handle)
+            returned = clock()
+            cpu = cpu_clock() - cpu
+            expect(ret, "acl.rt.synchronize_stream")
+            ran, latency = stamp.end - stamp.start, returned - stamp.end
+            return RawSample(ran, latency, clock(), cpu)
+
+        return sample
+
+    def _timed(
+        self, streams: dict[str, int], timed: tuple[int, int, int]
+    ) -> Callable[[str, float], RawSample]:
+        """One sample: the work of ``self._work``, timed by two events around it."""
         assert self._work is not None
         work, acl = self._work, self._acl
         rt = acl.rt
         record, sync, elapsed = rt.record_event, rt.synchronize_stream, rt.event_elapsed_time
         scratch, start, end = timed
-        jobs, go = self._jobs, self._go
         clock, cpu_clock = time.perf_counter, time.thread_time
-        while True:
-            go.acquire()
-            while jobs:
-                job = jobs.popleft()
-                if job is None:
-                    return
-                waiter, mode, length = job
-                try:
-                    handle = streams[mode]
-                    fn, args = work.work(length * 1e6, scratch, acl)
-                    launched = clock()
-                    expect(record(start, handle), "acl.rt.record_event")
-                    expect(fn(*args, handle), "the workload's launch")
-                    expect(record(end, handle), "acl.rt.record_event")
-                    cpu = cpu_clock()
-                    ret = sync(handle)
-                    returned = clock()
-                    cpu = cpu_clock() - cpu
-                    expect(ret, "acl.rt.synchronize_stream")
-                    ms, ret = elapsed(start, end)
-                    expect(ret, "acl.rt.event_elapsed_time")
-                    ran = ms / 1e3
-                    sample = RawSample(ran, returned - launched - ran, clock(), cpu)
-                    waiter.result = outcome.Value(sample)
-                except Exception as exc:  # handed to the coroutine, which raises it
-                    waiter.result = outcome.Error(exc)
-                waiter.delivery.post((waiter,))
+
+        def sample(mode: str, length: float) -> RawSample:
+            handle = streams[mode]
+            fn, args = work.work(length * 1e6, scratch, acl)
+            launched = clock()
+            expect(record(start, handle), "acl.rt.record_event")
+            expect(fn(*args, handle), "the workload's launch")
+            expect(record(end, handle), "acl.rt.record_event")
+            cpu = cpu_clock()
+            ret = sync(handle)
+            returned = clock()
+            cpu = cpu_clock() - cpu
+            expect(ret, "acl.rt.synchronize_stream")
+            ms, ret = elapsed(start, end)
+            expect(ret, "acl.rt.event_elapsed_time")
+            ran = ms / 1e3
+            return RawSample(ran, returned - launched - ran, clock(), cpu)
+
+        return sample
