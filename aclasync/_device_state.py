@@ -127,7 +127,7 @@ class DeviceState:
         """Queue ``fn(*args, stream)`` on the worker; never blocks."""
         if self.closed or self.worker.death is not None:
             self.check_open()
-        lane.submitted += 1
+        lane.submit()
         self.worker.submit(Launch(lane, fn, args, api))
 
     def post(self, fn: Callable[[], Any]) -> None:
@@ -165,7 +165,7 @@ class DeviceState:
         failure (rule 2); or, for a sync begun at *mark*, remember the stream settled."""
         self.report(lane)
         if mark is not None:
-            lane.settled_at = mark
+            lane.settle(mark)
 
     def settled(self, lane: Lane) -> bool:
         """Whether *lane* is known idle with nothing to report, without asking the worker.
@@ -386,7 +386,7 @@ class DeviceState:
         if event is None:
             raise anyio.WouldBlock
         record = EventRecord()
-        lane.submitted += 1
+        lane.submit()
         self.worker.submit(Record(lane, event, timing, record))
         return event, record
 

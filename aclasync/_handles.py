@@ -44,6 +44,7 @@ class Handles:
         self._memory: dict[int, tuple[Callable[[int], int], str]] = {}
         #: Other handles made on the worker (``keep``): key -> (release, its name).
         self._kept: dict[object, tuple[Callable[[], int], str]] = {}
+        self._overflow: dict[Lane, int] = {}  # a stream's overflow-status buffer
 
     def error(self, code: int, api: str, lane: Lane | None = None) -> AclError:
         """The ``AclError`` for a status of this device (and stream)."""
@@ -143,9 +144,17 @@ class Handles:
 
     def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
         """The stream's overflow-status buffer, allocated on first use."""
-        if not lane.overflow_buffer:
-            lane.overflow_buffer = self.alloc(nbytes, host=False)
-        return lane.overflow_buffer
+        buffer = self._overflow.get(lane)
+        if buffer is None:
+            buffer = self._overflow[lane] = self.alloc(nbytes, host=False)
+        return buffer
+
+    def forget_stream(self, lane: Lane) -> AclError | None:
+        """A stream was destroyed (or let go of): free its overflow-status buffer; the
+        error if that fails."""
+        del self.lanes[lane.handle]
+        buffer = self._overflow.pop(lane, None)
+        return None if buffer is None else self.free(buffer, lane)
 
     def free_or_raise(self, ptr: int) -> None:
         """Free memory from ``alloc``; raise its ``AclError`` if that fails."""
@@ -205,6 +214,7 @@ class Handles:
             if not lane.closed:
                 lane.move(Life.CLOSED)
         self.lanes.clear()
+        self._overflow.clear()
         if reset:
             release(rt.reset_device(self._device_id), "acl.rt.reset_device")
         return failures
@@ -235,6 +245,7 @@ class Handles:
             except Exception:
                 pass
         self._memory.clear()
+        self._overflow.clear()
         for lane in self.lanes.values():
             if not lane.closed:
                 lane.move(Life.CLOSED)

@@ -1,18 +1,13 @@
-"""What the event loop hands the device worker: one small class per kind of job.
-
-``Launch`` (``fn(*args, stream)``; its failure is the stream's), ``Call`` (``fn()``; its
-outcome to the waiter, if any), ``Fence`` (answer the waiter once the stream's queued
-work is done), ``EventWait`` (once an event completes), ``Record`` (record an event from
-the ready pool), ``Run`` (the library's own ``fn()``: it queues no stream work, unlike a
-``Call``, which may) and ``Stop``. Each runs itself on the
-worker thread, in submission order (``run`` is True for the stop); ``answers`` names
-the wait it answers, so that a dying worker can fail every wait still queued.
+"""What the event loop hands the device worker: one small class per kind of job, each
+run by the worker thread in submission order. A job with a ``waiter`` answers it, so
+that a dying worker can fail every wait still queued (``answers``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from ._lanes import EventRecord, Lane
@@ -25,98 +20,90 @@ __all__ = ["Call", "EventWait", "Fence", "Job", "Launch", "Record", "Run", "Stop
 class Job:
     __slots__ = ()
 
-    def run(self, worker: DeviceWorker) -> bool:
+    def run(self, worker: DeviceWorker) -> None:
         raise NotImplementedError
 
     def answers(self) -> Waiter | None:
-        return None
+        return cast("Waiter | None", getattr(self, "waiter", None))
 
 
+@dataclass(slots=True, eq=False)
 class Launch(Job):
-    __slots__ = ("api", "args", "fn", "lane")
+    """``fn(*args, stream)``, its failure the stream's."""
 
-    def __init__(
-        self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None
-    ) -> None:
-        self.lane, self.fn, self.args, self.api = lane, fn, args, api
+    lane: Lane
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    api: str | None
 
-    def run(self, worker: DeviceWorker) -> bool:
+    def run(self, worker: DeviceWorker) -> None:
         worker.launch_now(self.lane, self.fn, self.args, self.api)
-        return False
 
 
+@dataclass(slots=True, eq=False)
 class Call(Job):
-    __slots__ = ("fn", "waiter")
+    """``fn()``, its outcome to the waiter if any; it may queue work on any stream."""
 
-    def __init__(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
-        self.fn, self.waiter = fn, waiter
+    fn: Callable[[], Any]
+    waiter: Waiter | None
 
-    def run(self, worker: DeviceWorker) -> bool:
+    def run(self, worker: DeviceWorker) -> None:
         worker.call_now(self.fn, self.waiter)
-        return False
-
-    def answers(self) -> Waiter | None:
-        return self.waiter
 
 
+@dataclass(slots=True, eq=False)
 class Fence(Job):
-    __slots__ = ("lane", "timed", "waiter")
+    """Answer the waiter once the work queued on the stream so far is done."""
 
-    def __init__(self, lane: Lane, waiter: Waiter, timed: bool) -> None:
-        self.lane, self.waiter, self.timed = lane, waiter, timed
+    lane: Lane
+    waiter: Waiter
+    timed: bool
 
-    def run(self, worker: DeviceWorker) -> bool:
+    def run(self, worker: DeviceWorker) -> None:
         worker.fence_now(self.lane, self.waiter, self.timed)
-        return False
-
-    def answers(self) -> Waiter | None:
-        return self.waiter
 
 
+@dataclass(slots=True, eq=False)
 class EventWait(Job):
-    __slots__ = ("event", "lane", "record", "waiter")
+    """Answer the waiter once the event's record completes."""
 
-    def __init__(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
-        self.lane, self.event, self.record, self.waiter = lane, event, record, waiter
+    lane: Lane
+    event: int
+    record: EventRecord
+    waiter: Waiter
 
-    def run(self, worker: DeviceWorker) -> bool:
+    def run(self, worker: DeviceWorker) -> None:
         worker.watcher.watch(self.lane, self.event, self.record, self.waiter)
-        return False
-
-    def answers(self) -> Waiter | None:
-        return self.waiter
 
 
+@dataclass(slots=True, eq=False)
 class Record(Job):
-    __slots__ = ("event", "lane", "record", "timing")
+    """Record an event taken from the ready pool."""
 
-    def __init__(self, lane: Lane, event: int, timing: bool, record: EventRecord) -> None:
-        self.lane, self.event, self.timing, self.record = lane, event, timing, record
+    lane: Lane
+    event: int
+    timing: bool
+    record: EventRecord
 
-    def run(self, worker: DeviceWorker) -> bool:
+    def run(self, worker: DeviceWorker) -> None:
         worker.record_ready_now(self.lane, self.event, self.timing, self.record)
-        return False
 
 
+@dataclass(slots=True, eq=False)
 class Run(Job):
-    __slots__ = ("fn",)
+    """The library's own ``fn()``: it queues no stream work."""
 
-    def __init__(self, fn: Callable[[], object]) -> None:
-        self.fn = fn
+    fn: Callable[[], object]
 
-    def run(self, worker: DeviceWorker) -> bool:
+    def run(self, worker: DeviceWorker) -> None:
         self.fn()
-        return False
 
 
+@dataclass(slots=True, eq=False)
 class Stop(Job):
-    __slots__ = ("waiter",)
+    """The last job: the worker tears the device down and answers the waiter."""
 
-    def __init__(self, waiter: Waiter) -> None:
-        self.waiter = waiter
+    waiter: Waiter
 
-    def run(self, worker: DeviceWorker) -> bool:
-        return True
-
-    def answers(self) -> Waiter | None:
-        return self.waiter
+    def run(self, worker: DeviceWorker) -> None:
+        pass

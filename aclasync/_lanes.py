@@ -1,19 +1,6 @@
-"""One stream as the device worker sees it: its points, its failures, its two states.
-
-Two small state machines instead of a bag of flags, their legal moves in ``_MOVES``,
-checked by ``Lane.move`` (an ``assert``: debug runs and the tests check every move):
-
-- ``life``: ``OPEN``; ``STOPPED`` (``FailureMode.STOP`` tripped: later calls are
-  refused with 107023); ``CLOSED``; ``FORCED`` (closed with ``destroy_stream_force``:
-  its queued work may never have run).
-- ``loan``, who waits for the stream's head point: ``FREE`` (the worker watches it);
-  ``EVENT`` (lent to the waiting thread, waited for by its event); ``STREAM`` (its tail
-  lent as a stream sync, to the waiting thread or the worker itself); ``HELD`` (the
-  worker waits for that sync to come back); ``BACK`` (it came back; not lent again
-  before the worker has looked); ``POLLED`` (a lent wait failed short of the point: only
-  the worker polls the stream from then on).
-
-Who changes what is in the worker module's docstring.
+"""One stream as the device worker sees it: its points, failures and two states, whose
+legal moves are ``_MOVES``, checked by ``Lane.move`` (an ``assert``: the tests check
+every move). Who changes what: the worker module's docstring.
 """
 
 from __future__ import annotations
@@ -28,18 +15,17 @@ from ._pyacl.constants import StreamFlag
 
 __all__ = ["EventRecord", "Lane", "Life", "Loan", "Watch"]
 
-#: How much before its typical time a stream's head point is first looked at: a look
-#: that comes too early is repeated soon, one too late would teach a longer time.
+#: How long before its typical time a stream's head point is first looked at.
 _EARLY_S = 50e-6
 #: A point purges abandoned waiters once it holds this many (then twice the survivors).
 _PURGE_FLOOR = 16
 
-# Members are singletons compared by identity: they hash as objects (in C), not by name
-# in Python, since every move looks its state up (twice per request).
-
 
 class Life(enum.Enum):
-    __hash__ = object.__hash__
+    """``STOPPED``: ``FailureMode.STOP`` tripped, later calls are refused (107023);
+    ``FORCED``: closed with ``destroy_stream_force``, queued work may not have run."""
+
+    __hash__ = object.__hash__  # by identity, in C: every move looks its state up
     OPEN = 1
     STOPPED = 2
     CLOSED = 3
@@ -47,6 +33,11 @@ class Life(enum.Enum):
 
 
 class Loan(enum.Enum):
+    """Who waits for the head point: the worker (``FREE``), the waiting thread by its
+    event (``EVENT``), a stream sync of the thread or worker (``STREAM``) that the worker
+    waits to come back (``HELD``) and that came back, not lent again before the worker
+    looked (``BACK``); ``POLLED``: a lent wait failed short of it, the worker polls."""
+
     __hash__ = object.__hash__
     FREE = 1
     EVENT = 2
@@ -72,8 +63,7 @@ _MOVES: dict[enum.Enum, frozenset[enum.Enum]] = {
 
 class EventRecord:
     """One record of an event on a stream: ``seq`` numbers it among the stream's points
-    (0 until the worker ran it, always before any later job naming it); ``failure`` is
-    the record's failure (then the event was never recorded and is never watched)."""
+    (0 until the worker ran it); ``failure``, if the record failed (never watched)."""
 
     __slots__ = ("failure", "seq")
 
@@ -81,40 +71,50 @@ class EventRecord:
         self.seq = seq
         self.failure: BaseException | None = None
 
+    def ran(self, seq: int, failure: BaseException | None) -> None:
+        """The worker ran the record: its number, and its failure if it failed."""
+        self.seq, self.failure = seq, failure
+
 
 class Watch:
-    """A point of a stream that waiters wait for: an event, or a fence (``fence``).
-
-    A fence's ``event`` is 0 while the fence is the stream's tail: reaching it then
-    means the stream is idle, which a stream sync or ``stream_query`` tells without an
-    event task on the stream. ``launches``: the stream's calls queued at a fence.
-    """
+    """A point of a stream that waiters wait for: an event, or a ``fence``, whose
+    ``event`` is 0 while it is the stream's tail (reached when the stream is idle).
+    ``launches``: calls queued at a fence; ``since``: when a fence was set; ``pending_at``:
+    when a poll last found it not reached (monotonic s)."""
 
     __slots__ = ("_limit", "event", "fence", "launches", "pending_at", "seq", "since", "waiters")
 
-    def __init__(self, event: int, seq: int, *, fence: bool, launches: int) -> None:
-        self.since = 0.0  # when a fence was set (monotonic seconds)
-        self.pending_at = 0.0  # when a poll last found it not reached
-        self.event = event
-        self.seq = seq
-        self.fence = fence
-        self.launches = launches
+    def __init__(
+        self, event: int, seq: int, *, fence: bool, launches: int, since: float = 0.0
+    ) -> None:
+        self.event, self.seq, self.fence, self.launches = event, seq, fence, launches
+        self.since = since
+        self.pending_at = 0.0
         self.waiters: list[Waiter] = []
         self._limit = _PURGE_FLOOR
 
     def add(self, waiter: Waiter) -> None:
-        """Add a waiter in amortised O(1): abandoned ones are dropped only when the list
-        doubled since the last purge, so a point polled with short timeouts stays small
-        without every registration paying for a rebuild."""
+        """Add a waiter in amortised O(1): abandoned ones are dropped when the list
+        doubled since the last purge."""
         waiters = self.waiters
         if len(waiters) >= self._limit:
             waiters = self.waiters = [w for w in waiters if not w.abandoned]
             self._limit = max(_PURGE_FLOOR, 2 * len(waiters))
         waiters.append(waiter)
 
+    def pending(self, now: float) -> None:
+        """A poll found the point not reached at *now*."""
+        if self.since:
+            self.pending_at = now
+
+    def close(self, event: int) -> None:
+        """Work was queued behind the fence: from now on *event* (recorded) marks it."""
+        self.event = event
+
 
 class Lane:
-    """One stream of a device: its handle and flags, points, failures and states."""
+    """One stream of a device; every field changes through a method named for what
+    happened."""
 
     __slots__ = (
         "borrowed",
@@ -128,7 +128,6 @@ class Lane:
         "life",
         "loan",
         "open_fence",
-        "overflow_buffer",
         "quick",
         "records",
         "settled_at",
@@ -148,14 +147,12 @@ class Lane:
         self.launches = 0  # calls queued so far
         self.records = 0  # points numbered so far
         self.watches: list[Watch] = []  # points with waiters, oldest first
-        #: Unreported failures with the device's sequence number.
+        #: Unreported failures, numbered (the worker appends, the event loop pops).
         self.errors: deque[tuple[int, BaseException]] = deque()
-        self.overflow_buffer = 0
         #: ``launches`` when the stream's failures were last collected by a sync.
         self.collected = 0
-        #: ``(launches, worker calls)`` when the worker last saw the stream idle with its
-        #: failures collected (any call may queue work on it): while it matches, a sync
-        #: needs no runtime call.
+        #: ``(launches, worker calls)`` when last seen idle, failures collected: while it
+        #: matches, a sync needs no runtime call (any call may queue work on it).
         self.idle_at: tuple[int, int] | None = None
         #: The fence at the stream's tail, without an event until work comes behind it.
         self.open_fence: Watch | None = None
@@ -163,7 +160,7 @@ class Lane:
         self.quick = True
         #: How long its polled fences took to be reached, lately (seconds; see ``due``).
         self.typical = 0.0
-        #: Calls submitted, and ``(submitted, device calls)`` at the last successful sync.
+        #: The event loop's: calls submitted, and ``(submitted, calls)`` at the last sync.
         self.submitted = 0
         self.settled_at: tuple[int, int] | None = None
 
@@ -196,11 +193,61 @@ class Lane:
         if self.loan is Loan.BACK:
             self.move(Loan.FREE)
 
+    def submit(self) -> None:
+        """A call was handed to the worker for the stream."""
+        self.submitted += 1
+
+    def settle(self, mark: tuple[int, int]) -> None:
+        """A sync begun at *mark* (``(submitted, device calls)``) succeeded."""
+        self.settled_at = mark
+
+    def queue(self) -> None:
+        """A call was queued on the stream (or was refused)."""
+        self.launches += 1
+
+    def synced(self, launches: int, calls: int | None = None) -> None:
+        """A sync returned with the failures of the first *launches* calls collected;
+        with *calls* (the worker's), it found the stream idle."""
+        self.collected = launches
+        if calls is not None:
+            self.idle_at = (launches, calls)
+
+    def waited(self, *, short: bool) -> None:
+        """A sync ended within the slices the worker waits itself (*short*), or not."""
+        self.quick = short
+
+    def new_fence(self) -> Watch:
+        """Open a fence at the stream's tail (a point without an event, yet)."""
+        fence = Watch(
+            0, self.next_seq(), fence=True, launches=self.launches, since=time.monotonic()
+        )
+        self.watches.append(fence)
+        self.open_fence = fence
+        return fence
+
+    def take_open_fence(self) -> Watch | None:
+        """The open fence, which work queued behind it closes."""
+        fence, self.open_fence = self.open_fence, None
+        return fence
+
+    def pop_head(self) -> Watch:
+        """Drop the oldest point (reached, or failed)."""
+        head = self.watches.pop(0)
+        if self.open_fence is head:
+            self.open_fence = None
+        return head
+
+    def drop_points(self) -> list[Watch]:
+        """Drop every point (the stream is closing, or the worker died)."""
+        points = self.watches[:]
+        self.watches.clear()
+        self.open_fence = None
+        return points
+
     def reached(self, head: Watch, now: float) -> None:
-        """A polled fence *head* was found reached at *now*. Its work ended between the
-        last look that found it pending and this one: the middle is believed at once
-        if shorter than the typical time, a longer one only bit by bit (a poll can
-        come late, and a late one must not teach a longer time at once)."""
+        """A polled fence *head* was found reached at *now*: its work ended since the
+        last look found it pending. The middle is believed at once if shorter than the
+        typical time, else only bit by bit (a late poll must not teach a longer time)."""
         took = now - head.since
         if head.pending_at > head.since:
             took = (took + head.pending_at - head.since) / 2
@@ -208,11 +255,10 @@ class Lane:
         self.typical = took if took < typical or not typical else typical + (took - typical) / 8
 
     def due(self, poll: float) -> float:
-        """When (monotonic seconds) to look at its head point next: a little before
-        its recent fences say it is reached, and after a look that found it pending,
-        no sooner than an eighth of the time it has taken so far (so that a point
-        queued behind much work is looked at ever less often, *poll* apart at most);
-        *poll* from now when nothing is known."""
+        """When (monotonic s) to look at its head point next: a little before its recent
+        fences say it is reached; after a look found it pending, no sooner than an
+        eighth of the time it has taken so far (*poll* apart at most); *poll* from now
+        when nothing is known."""
         head = self.watches[0] if self.watches else None
         if head is None or not head.since or not self.typical:
             return time.monotonic() + poll

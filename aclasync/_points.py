@@ -1,6 +1,5 @@
-"""The points a device's waiters wait for (fences and event watches, in each lane's
-``watches``): whether they were reached, and their waiters resolved into an ``Outbox``.
-Not thread-safe by itself: its owner, the ``Watcher``, calls it with its lock held.
+"""The points a device's waiters wait for (each lane's ``watches``): whether they were
+reached, their waiters resolved into an ``Outbox``. Called under ``Watcher.lock``.
 """
 
 from __future__ import annotations
@@ -13,18 +12,20 @@ import anyio
 import outcome
 
 from ._errors import never_recorded
-from ._lanes import EventRecord, Lane, Watch
+from ._lanes import EventRecord, Lane, Life, Watch
 from ._loop import DONE, EXPIRED, Outbox, Waiter
+from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus, StreamStatus
 
 if TYPE_CHECKING:
     from ._handles import Handles
     from ._pyacl.backend import AclRt
 
-__all__ = ["EVENT_COMPLETE", "STREAM_COMPLETE", "Points"]
+__all__ = ["EVENT_COMPLETE", "STREAM_ABORT", "STREAM_COMPLETE", "Points"]
 
 EVENT_COMPLETE = int(EventRecordedStatus.COMPLETE)  # query_event_status
 STREAM_COMPLETE = int(StreamStatus.COMPLETE)  # stream_query
+STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 
 
 def _done() -> outcome.Value[None]:
@@ -37,16 +38,22 @@ def closed(why: str) -> Callable[[], outcome.Error]:
 
 
 class Points:
-    """The streams with points waited for, and the resolved waiters (``out``).
-    *collect* takes a stream's kernel failures (the watcher does)."""
+    """The streams with points waited for, and the resolved waiters (``out``). *fail*
+    gives a stream a failure; *await_loan* waits for a stream sync lent on a lane."""
 
     def __init__(
-        self, rt: AclRt, device_id: int, handles: Handles, collect: Callable[[Lane], None]
+        self,
+        rt: AclRt,
+        device_id: int,
+        handles: Handles,
+        fail: Callable[[Lane, BaseException], None],
+        await_loan: Callable[[Lane], None],
     ) -> None:
         self._rt = rt
         self._device_id = device_id
         self._handles = handles
-        self._collect = collect
+        self._fail = fail
+        self._await_loan = await_loan
         self.waiting: dict[Lane, None] = {}  # in the order they began to wait
         self.out = Outbox()
 
@@ -96,12 +103,9 @@ class Points:
                 status, ret = self._rt.stream_query(lane.handle)
                 reached = status == STREAM_COMPLETE
             if not ret and not reached:
-                if head.since:
-                    head.pending_at = time.monotonic()
+                head.pending(time.monotonic())
                 return
-            del watches[0]
-            if lane.open_fence is head:
-                lane.open_fence = None
+            lane.pop_head()
             if head.since:
                 lane.reached(head, time.monotonic())
             if head.fence and head.event:
@@ -115,11 +119,11 @@ class Points:
                 # was just found so; work queued after a closed one leaves them for a
                 # later look.
                 if not head.event:
-                    self._collect(lane)
+                    self.collect(lane)
                 else:
                     status, ret = self._rt.stream_query(lane.handle)
                     if not ret and status == STREAM_COMPLETE:
-                        self._collect(lane)
+                        self.collect(lane)
             self.out.put_all(head.waiters, _done)
 
     def reached_tail(self, lane: Lane, point: Watch) -> bool:
@@ -127,10 +131,7 @@ class Points:
         the head. Whether the stream has no points left then."""
         watches = lane.watches
         if watches and watches[0] is point and not point.event:
-            del watches[0]
-            if lane.open_fence is point:
-                lane.open_fence = None
-            self.out.put_all(point.waiters, _done)
+            self.out.put_all(lane.pop_head().waiters, _done)
         return self.drop_if_done(lane)
 
     def drop_if_done(self, lane: Lane) -> bool:
@@ -139,6 +140,35 @@ class Points:
             return False
         self.waiting.pop(lane, None)
         return True
+
+    def close(self, lane: Lane, *, force: bool) -> int:
+        """Retire *lane*'s points and destroy it (a borrowed one is only let go of): the
+        destroy's status. See ``Watcher.close_stream``."""
+        self.sweep_lane(lane)
+        ret = 0
+        if force:
+            if not lane.borrowed:
+                ret = int(self._rt.destroy_stream_force(lane.handle))
+            self._await_loan(lane)  # a lent stream sync may hold the failure
+            lane.move(Life.FORCED)
+            why = "the stream was closed with force=True: the work this waited for was dropped"
+        else:
+            self.collect(lane)
+            self.sweep_lane(lane)
+            if not lane.borrowed:
+                ret = int(self._rt.destroy_stream(lane.handle))
+            lane.move(Life.CLOSED)
+            why = "the stream was closed"
+        self.fail_all(lane, why)
+        return ret
+
+    def finish(self, lanes: Iterable[Lane]) -> None:
+        """At the device's stop: collect the last failures, fail what can never end."""
+        for lane in {**dict.fromkeys(lanes), **self.waiting}:
+            if not lane.borrowed:  # its owner's work and failures are not the device's
+                self.collect(lane)
+            self.sweep_lane(lane)
+            self.fail_all(lane, "the device was closed")
 
     def forget(self, lane: Lane, record: EventRecord) -> None:
         """An event was closed: fail the waits still pending on it."""
@@ -150,19 +180,15 @@ class Points:
 
     def fail_all(self, lane: Lane, why: str) -> None:
         """*lane* is closing: every point it still has never completes."""
-        lane.open_fence = None
-        for point in lane.watches:
+        for point in lane.drop_points():
             if point.fence and point.event:
                 self._handles.fence_pool.append(point.event)
             self.out.put_all(point.waiters, closed(why))
-        lane.watches.clear()
         self.waiting.pop(lane, None)
 
     def abandon(self, lanes: Iterable[Lane]) -> list[Waiter]:
         """Forget every point; their waiters (at the worker's death)."""
-        waiters = [w for lane in lanes for point in lane.watches for w in point.waiters]
-        for lane in lanes:
-            lane.watches.clear()
+        waiters = [w for lane in lanes for point in lane.drop_points() for w in point.waiters]
         self.waiting.clear()
         return waiters
 
@@ -170,3 +196,21 @@ class Points:
         """Makes a fresh error for each waiter of a point whose query failed."""
         handles = self._handles
         return lambda: outcome.Error(handles.error(ret, "acl.rt.query_event_status", lane))
+
+    def collect(self, lane: Lane) -> None:
+        """Take the stream's kernel failure, if any (blocks until the stream is idle).
+        Kernel failures come from ``synchronize_stream`` only, which returns at once on
+        an idle stream; a stream sync lent meanwhile may hold it: that one comes first."""
+        self._await_loan(lane)
+        if not lane.closed:
+            launches = lane.launches
+            self.take_sync_status(lane, self._rt.synchronize_stream(lane.handle))
+            lane.synced(launches)
+
+    def take_sync_status(self, lane: Lane, ret: int) -> None:
+        """A stream sync returned *ret* (107023: stopped, the cause came with the first)."""
+        if ret == STREAM_ABORT:
+            if lane.life is Life.OPEN:
+                lane.move(Life.STOPPED)
+        elif ret:
+            self._fail(lane, self._handles.error(ret, "acl.rt.synchronize_stream", lane))

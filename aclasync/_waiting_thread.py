@@ -1,19 +1,14 @@
-"""The device's waiting thread: it blocks in the runtime's own wait, one point at a time.
-
-A device worker cannot block in a runtime wait for long (a job submitted meanwhile would
-wait for it), so its ``Watcher`` lends the oldest point waiters watch to this thread. It
-blocks in ``synchronize_stream_with_timeout`` for a fence at the stream's tail (the
-runtime then waits in the stream's own mode and returns its failure) or
-``synchronize_event_with_timeout``, the GIL released; the watcher resolves the waiters
-on this thread, and it posts them straight to their loops. A completion costs one
-thread-to-loop wake-up, as in a program blocking in the same call; a quiet wait, no CPU.
-The watcher decides what is lent and what a return means (``pick``, ``returned``).
+"""The device's waiting thread: it blocks in the runtime's own wait (GIL released) for
+the point its ``Watcher`` lends it, a stream's tail (``synchronize_stream_with_timeout``)
+or an event, and posts the waiters resolved to their loops: one wake-up per completion,
+as in a program blocking in the same call, and no CPU while it waits.
 """
 
 from __future__ import annotations
 
 import _thread
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._lanes import Lane, Watch
@@ -31,8 +26,8 @@ SLICE_MS = 100
 
 
 class Lent:
-    """A point lent to a wait: a stream's head point, and whether to wait for it with
-    ``synchronize_stream_with_timeout`` (``by_stream``: a fence at the stream's tail)."""
+    """A stream's head point lent to a wait, by a stream sync (``by_stream``: a fence at
+    the stream's tail) or by its event."""
 
     __slots__ = ("by_stream", "lane", "point")
 
@@ -43,20 +38,30 @@ class Lent:
 
 
 class WaitingThread:
-    """A thread that blocks in runtime waits on behalf of a device's watcher.
+    """A thread that blocks in runtime waits for *lender*, in *context*. Under
+    ``lender.lock`` it takes a point (``offer``, or ``lender.choose``), says what the
+    wait returned (``lender.returned``) and takes the resolved waiters, which it posts
+    right before it blocks again. If it dies, ``failure`` says why and *look_again* is
+    called."""
 
-    *context* is made current on the thread before its first wait. *lender* lends it
-    points (``pick``), learns what the waits returned (``returned``) and gives it the
-    resolved waiters to post (``take_ready_locked``), all under ``lender.lock``; it posts them
-    right before it blocks again, so that the loop it wakes finds the GIL free. If the
-    thread dies, ``failure`` says why and ``lender.thread_died()`` is called.
-    """
-
-    def __init__(self, rt: AclRt, device_id: int, context: int, lender: Watcher) -> None:
+    def __init__(
+        self,
+        rt: AclRt,
+        device_id: int,
+        context: int,
+        lender: Watcher,
+        look_again: Callable[[], None],
+    ) -> None:
         self._rt = rt
         self._context = context
         self._lender = lender
+        self._look_again = look_again
         self._lock = lender.lock
+        self._offered: Lent | None = None  # chosen for the thread, not yet taken
+        self._busy = False  # it holds a loan
+        #: Offered something: to be woken when the worker blocks (not before: until then
+        #: it would only wait for the GIL).
+        self.wake_due = False
         self._wake = _thread.allocate_lock()
         self._wake.acquire()
         #: Set under the lock when the thread found nothing to wait for and sleeps.
@@ -69,20 +74,35 @@ class WaitingThread:
         )
         self._thread.start()
 
-    def poke(self) -> None:
-        """Wake the thread if it sleeps with nothing to wait for. Call with the lock held."""
+    def offer(self) -> None:
+        """Lend the thread the oldest point now if it has none (lock held)."""
+        if not self._busy and self._offered is None:
+            self._offered = self._lender.choose()
+        self.wake_due = True
+
+    def wake(self) -> None:
+        """Wake the thread for what was offered, if it sleeps (lock held)."""
+        if self.wake_due:
+            self.wake_due = False
+            self._poke()
+
+    def _poke(self) -> None:
         if self._idle:
             self._idle = False
             self._wake.release()
 
-    def stop(self) -> None:
-        """Ask the thread to end and wait until it has (at most about one slice).
+    def _pick(self) -> Lent | None:
+        lent, self._offered = self._offered, None
+        if lent is None:
+            lent = self._lender.choose()
+        self._busy = lent is not None
+        return lent
 
-        Call without the lock held, from the worker thread.
-        """
+    def stop(self) -> None:
+        """End the thread and wait for it (about a slice at most); lock not held."""
         with self._lock:
             self._stopping = True
-            self.poke()
+            self._poke()
         self._thread.join()
 
     def _main(self) -> None:
@@ -98,10 +118,10 @@ class WaitingThread:
                     if lent is not None:
                         lender.returned(lent, ret)  # (it posts what it resolves)
                     stopping = self._stopping
-                    lent = None if stopping else lender.pick()
+                    lent = None if stopping else self._pick()
                     if lent is None:
                         self._idle = True
-                    ready = lender.take_ready_locked()
+                    ready = lender.out.take()
                 if ready:
                     post(ready)
                 if stopping:
@@ -114,4 +134,4 @@ class WaitingThread:
                     ret = rt.synchronize_event_with_timeout(lent.point.event, SLICE_MS)
         except BaseException as exc:  # the worker turns this into the device's death
             self.failure = exc
-            lender.thread_died()
+            self._look_again()

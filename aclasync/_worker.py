@@ -1,25 +1,15 @@
-"""The device worker: one thread per open device that makes every runtime call for it.
+"""The device worker: one thread per open device that makes every runtime call for it
+(docs/design.md). It drains the jobs (``_jobs``) the event loop appends to its inbox,
+a whole deque per round; its ``Watcher`` waits for work to finish. Failures of calls
+and kernels go to the stream's ``Lane.errors``, reported by the rule in docs/errors.md.
 
-The event loop hands the worker jobs (``_jobs``) through a deque; the worker drains the
-whole deque per round, so a busy worker costs submitters no wake-up. Waiting for work
-to finish is its ``Watcher``'s business (``_watcher``): it lends the oldest point that
-waiters watch to the device's waiting thread, which blocks in the runtime's own wait,
-lets the worker wait itself for a lone FAST_SYNC sync, and has the worker poll the
-rest between rounds. Results cross back as ``outcome.Value`` / ``outcome.Error``;
-failures of queued calls and kernels never travel in a waiter's result: they go to the
-stream's ``Lane.errors``, which the event loop reports by the rule in docs/errors.md.
-
-Threads and who owns what
--------------------------
-- The worker thread (this class) runs the jobs, owns the inbox's consuming end, the
-  ``Handles`` (every runtime handle the device holds, released when it closes, or as
-  far as possible when it dies) and each lane's counters and ``life``.
-- The waiting thread (at most one per device, held by the watcher) and the worker
-  share the watcher's state: the streams waited for, each lane's ``watches`` and
-  ``loan``, the resolved waiters. That changes only under ``Watcher.lock``.
-- The event loop appends jobs to the inbox (``_submit``), counts ``Lane.submitted``
-  and ``Lane.settled_at``, and pops ``Lane.errors`` and ``orphan_errors`` (deques:
-  the worker appends, the loop pops).
+Who owns what:
+- the worker thread: the inbox's consuming end, the ``Handles``, each lane's counters
+  and ``life``;
+- the worker and the waiting thread, under ``Watcher.lock``: the streams waited for,
+  each lane's ``watches`` and ``loan``, the resolved waiters;
+- the event loop: the inbox's appending end, ``Lane.submitted`` and ``settled_at``; it
+  pops ``Lane.errors`` and ``orphan_errors``, which the worker appends to (deques).
 """
 
 from __future__ import annotations
@@ -37,13 +27,14 @@ import outcome
 
 from ._errors import AclError, DeviceBrokenError, call_name
 from ._handles import Handles
-from ._jobs import Call, Job, Record
+from ._jobs import Call, Job, Record, Stop
 from ._lanes import EventRecord, Lane, Life
 from ._loop import Waiter, post
 from ._options import WorkerOptions
 from ._platform import precise_timers
+from ._points import STREAM_ABORT
 from ._waits import is_coroutine, launch_status
-from ._watcher import STREAM_ABORT, Watcher
+from ._watcher import Watcher
 
 if TYPE_CHECKING:
     from ._loop import Ready
@@ -55,11 +46,8 @@ _RECORD_API = "acl.rt.record_event"
 
 
 class DeviceWorker:
-    """The thread that owns one device's context and makes all its runtime calls.
-
-    The submission methods run on the event loop's thread; the ``*_now`` methods and
-    those the device state runs through ``call`` run on the worker thread only.
-    """
+    """The thread that owns one device's context. The submission methods run on the
+    event loop's thread; the others on the worker thread only."""
 
     def __init__(self, acl: AclBackend, device_id: int, options: WorkerOptions) -> None:
         self.acl = acl
@@ -107,8 +95,6 @@ class DeviceWorker:
         error.__cause__ = self.death
         return error
 
-    # -- submission, from the event loop ---------------------------------------------
-
     def start(self, waiter: Waiter) -> None:
         """Start the thread; *waiter* gets the ``set_device`` result. Call on the loop's
         thread: ``WorkerOptions(cpu="loop")`` pins it here."""
@@ -139,8 +125,6 @@ class DeviceWorker:
         self._look = True
         if self._idle:
             self._rouse()
-
-    # -- the thread ------------------------------------------------------------------
 
     def _main(self) -> None:
         inbox, watcher = self._inbox, self.watcher
@@ -189,14 +173,14 @@ class DeviceWorker:
             self._last_jobs = time.monotonic()
         while inbox:
             job = self._current = inbox.popleft()
-            if job.run(self):
+            job.run(self)
+            if job.__class__ is Stop:
                 return job
         self._current = None
         return None
 
     def _idle_wait(self, ready: Ready) -> None:
-        """Post *ready*, then sleep until a job arrives or it is time to look again
-        (the watcher's plan: see ``Watcher.idle_plan``)."""
+        """Post *ready* and sleep by the watcher's plan (``Watcher.idle_plan``)."""
         busy = time.monotonic() - self._last_jobs < self._busy_s
         timeout, event = self.watcher.idle_plan(busy)
         if event:
@@ -206,9 +190,8 @@ class DeviceWorker:
             self._sleep(ready, timeout)
 
     def _sleep(self, ready: Ready, timeout: float | None = None) -> None:
-        """Post *ready* right before blocking (the loop it wakes then finds the GIL
-        free) and sleep until a job comes, the waiting thread asks for a look, or
-        *timeout* seconds (None: no limit) pass, on time for a poll."""
+        """Post *ready* right before blocking (the loop it wakes finds the GIL free) and
+        sleep until a job comes, a look is asked for, or *timeout* s (None: no limit)."""
         self._idle = True
         if self._inbox or self._look:  # re-checked after _idle is set: no lost wake-up
             self._idle = False
@@ -231,15 +214,13 @@ class DeviceWorker:
         self.handles.check(ret, "acl.rt.get_context")
         self.watcher.start(int(context))
 
-    # -- the jobs (worker thread) ------------------------------------------------------
-
     def launch_now(
         self, lane: Lane, fn: Callable[..., Any], args: tuple[Any, ...], api: str | None
     ) -> BaseException | None:
         """Run ``fn(*args, stream)``; its failure goes to the stream and is returned."""
         if lane.open_fence is not None:
             self.watcher.close_fence(lane)
-        lane.launches += 1
+        lane.queue()
         try:
             result = fn(*args, lane.handle)
         except Exception as exc:
@@ -256,8 +237,7 @@ class DeviceWorker:
             return None
         error = self.handles.error(ret, api or call_name(self.acl, fn), lane)
         if ret == STREAM_ABORT:
-            # A stopped stream refuses every later call: one report says so, after the
-            # failure that stopped it (rule 4: a cause before what it provoked).
+            # A stopped stream refuses every later call: one report, after its cause.
             if lane.stopped:
                 return error
             self._stopped(lane)
@@ -290,10 +270,8 @@ class DeviceWorker:
 
     def record_ready_now(self, lane: Lane, event: int, timing: bool, record: EventRecord) -> None:
         self.handles.hand_out(event, timing)  # from here on, the user's to give back
-        record.seq = lane.next_seq()
-        record.failure = self.launch_now(lane, self._rt.record_event, (event,), _RECORD_API)
-
-    # -- resources, through ``call`` (worker thread) -----------------------------------
+        seq = lane.next_seq()
+        record.ran(seq, self.launch_now(lane, self._rt.record_event, (event,), _RECORD_API))
 
     def close_stream(self, lane: Lane, *, force: bool, reported: bool) -> None:
         """Destroy a stream (see ``Watcher.close_stream``); unless *reported* (its closer
@@ -301,9 +279,9 @@ class DeviceWorker:
         if lane.closed:
             return
         ret = self.watcher.close_stream(lane, force=force)
-        del self.handles.lanes[lane.handle]  # (a borrowed stream's too: it is let go of)
-        if lane.overflow_buffer:
-            self.handles.free(lane.overflow_buffer, lane)
+        error = self.handles.forget_stream(lane)  # (a borrowed stream too: it is let go of)
+        if error is not None:
+            self._fail(lane, error)
         if ret:
             api = "acl.rt.destroy_stream_force" if force else "acl.rt.destroy_stream"
             self._fail(lane, self.handles.error(ret, api, lane))
@@ -312,8 +290,8 @@ class DeviceWorker:
                 self.orphan_errors.append(lane.errors.popleft())
 
     def record(self, lane: Lane, timing: bool) -> tuple[int, EventRecord]:
-        """Record an event on *lane*: its handle and its record. A failed record raises
-        its ``AclError`` and hands out no event (none is watched that never was)."""
+        """Record an event on *lane*: its handle and record. A failed record raises its
+        ``AclError`` and hands out no event."""
         if lane.open_fence is not None:
             self.watcher.close_fence(lane)
         try:
@@ -322,20 +300,18 @@ class DeviceWorker:
             if exc.code == STREAM_ABORT and not lane.stopped:
                 self._stopped(lane)
             raise
-        lane.launches += 1
+        lane.queue()
         return event, EventRecord(lane.next_seq())
 
     def forget_event(self, lane: Lane, event: int, record: EventRecord) -> None:
-        """Take back a closed event: fail its pending waits, return it to the pool (or,
-        an event aclasync wrapped, let go of it)."""
+        """Take back a closed event: fail its pending waits, return it to the pool (a
+        wrapped one is let go of)."""
         if lane.borrowed or self.handles.give_back_event(event):
             self.watcher.forget_event(lane, record)
 
-    # -- the end -------------------------------------------------------------------------
-
     def _teardown(self) -> list[BaseException]:
-        """At stop: let the work finish, collect failures, release everything and reset
-        (every step is attempted); the failures of the releases."""
+        """At stop: let the work finish, collect failures, release everything, reset;
+        the releases' failures."""
         if not self._device_set:
             return []
         self.watcher.finish(list(self.handles.lanes.values()))
@@ -343,7 +319,7 @@ class DeviceWorker:
 
     def _die(self, exc: BaseException) -> None:
         """Fail every pending waiter with a fresh ``DeviceBrokenError``; release what
-        the device holds as far as the runtime still lets us."""
+        the device holds as far as the runtime lets us."""
         self.death = exc
         waiters = self.watcher.abandon_all(self.handles.lanes.values())
         jobs = [self._current, *self._inbox]
@@ -360,8 +336,6 @@ class DeviceWorker:
         self.watcher.flush()
         self.watcher.stop_thread()
         self.handles.release_after_death(reset=self._device_set)
-
-    # -- failures ------------------------------------------------------------------------
 
     def _fail(self, lane: Lane, error: BaseException) -> None:
         lane.errors.append((next(self._error_seq), error))
