@@ -9,6 +9,7 @@ import bisect
 import enum
 import time
 from collections import deque
+from dataclasses import dataclass, field
 
 from ._loop import Waiter
 from ._pyacl.constants import StreamFlag
@@ -61,37 +62,32 @@ _MOVES: dict[enum.Enum, frozenset[enum.Enum]] = {
 }
 
 
+@dataclass(slots=True, eq=False)
 class EventRecord:
     """One record of an event on a stream: ``seq`` numbers it among the stream's points
     (0 until the worker ran it); ``failure``, if the record failed (never watched)."""
 
-    __slots__ = ("failure", "seq")
-
-    def __init__(self, seq: int = 0) -> None:
-        self.seq = seq
-        self.failure: BaseException | None = None
+    seq: int = 0
+    failure: BaseException | None = field(default=None, init=False)
 
     def ran(self, seq: int, failure: BaseException | None) -> None:
         """The worker ran the record: its number, and its failure if it failed."""
         self.seq, self.failure = seq, failure
 
 
+@dataclass(slots=True, eq=False)
 class Watch:
     """A point of a stream that waiters wait for: an event, or a ``fence``, whose
-    ``event`` is 0 while it is the stream's tail (reached when the stream is idle).
-    ``launches``: calls queued at a fence; ``since``: when a fence was set; ``pending_at``:
-    when a poll last found it not reached (monotonic s)."""
+    ``event`` is 0 while it is the stream's tail (reached when the stream is idle)."""
 
-    __slots__ = ("_limit", "event", "fence", "launches", "pending_at", "seq", "since", "waiters")
-
-    def __init__(
-        self, event: int, seq: int, *, fence: bool, launches: int, since: float = 0.0
-    ) -> None:
-        self.event, self.seq, self.fence, self.launches = event, seq, fence, launches
-        self.since = since
-        self.pending_at = 0.0
-        self.waiters: list[Waiter] = []
-        self._limit = _PURGE_FLOOR
+    event: int
+    seq: int
+    fence: bool = field(kw_only=True)
+    launches: int = field(kw_only=True)  # a fence's: the stream's calls queued at it
+    since: float = field(default=0.0, kw_only=True)  # when a fence was set (monotonic s)
+    pending_at: float = field(default=0.0, init=False)  # when a poll found it not reached
+    waiters: list[Waiter] = field(default_factory=list, init=False)
+    _limit: int = field(default=_PURGE_FLOOR, init=False)
 
     def add(self, waiter: Waiter) -> None:
         """Add a waiter in amortised O(1): abandoned ones are dropped when the list
@@ -112,57 +108,40 @@ class Watch:
         self.event = event
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Lane:
     """One stream of a device; every field changes through a method named for what
-    happened."""
+    happened. ``handle`` -1: no stream (the points of an event aclasync wrapped)."""
 
-    __slots__ = (
-        "borrowed",
-        "collected",
-        "errors",
-        "fast_sync",
-        "flags",
-        "handle",
-        "idle_at",
-        "launches",
-        "life",
-        "loan",
-        "open_fence",
-        "quick",
-        "records",
-        "settled_at",
-        "submitted",
-        "typical",
-        "watches",
-    )
+    handle: int
+    flags: int = 0  # as validated where the stream was created
+    #: A stream (or event) aclasync wrapped: never destroyed nor synced at the end.
+    borrowed: bool = field(default=False, kw_only=True)
+    fast_sync: bool = field(init=False)
+    life: Life = field(default=Life.OPEN, init=False)
+    loan: Loan = field(default=Loan.FREE, init=False)
+    launches: int = field(default=0, init=False)  # calls queued so far
+    records: int = field(default=0, init=False)  # points numbered so far
+    watches: list[Watch] = field(default_factory=list, init=False)  # oldest first
+    #: Unreported failures, numbered (the worker appends, the event loop pops).
+    errors: deque[tuple[int, BaseException]] = field(default_factory=deque, init=False)
+    #: ``launches`` when the stream's failures were last collected by a sync.
+    collected: int = field(default=0, init=False)
+    #: ``(launches, worker calls)`` when last seen idle, failures collected: while it
+    #: matches, a sync needs no runtime call (any call may queue work on it).
+    idle_at: tuple[int, int] | None = field(default=None, init=False)
+    #: The fence at the stream's tail, without an event until work comes behind it.
+    open_fence: Watch | None = field(default=None, init=False)
+    #: Its last sync ended within a slice: the worker may wait for the next itself.
+    quick: bool = field(default=True, init=False)
+    #: How long its polled fences took to be reached, lately (seconds; see ``due``).
+    typical: float = field(default=0.0, init=False)
+    #: The event loop's: calls submitted, and ``(submitted, calls)`` at the last sync.
+    submitted: int = field(default=0, init=False)
+    settled_at: tuple[int, int] | None = field(default=None, init=False)
 
-    def __init__(self, handle: int, flags: int = 0, *, borrowed: bool = False) -> None:
-        self.handle = handle  # -1: no stream (the points of an event aclasync wrapped)
-        #: A stream (or event) aclasync wrapped: never destroyed nor synced at the end.
-        self.borrowed = borrowed
-        self.flags = flags  # as validated where the stream was created
-        self.fast_sync = bool(flags & StreamFlag.FAST_SYNC)
-        self.life = Life.OPEN
-        self.loan = Loan.FREE
-        self.launches = 0  # calls queued so far
-        self.records = 0  # points numbered so far
-        self.watches: list[Watch] = []  # points with waiters, oldest first
-        #: Unreported failures, numbered (the worker appends, the event loop pops).
-        self.errors: deque[tuple[int, BaseException]] = deque()
-        #: ``launches`` when the stream's failures were last collected by a sync.
-        self.collected = 0
-        #: ``(launches, worker calls)`` when last seen idle, failures collected: while it
-        #: matches, a sync needs no runtime call (any call may queue work on it).
-        self.idle_at: tuple[int, int] | None = None
-        #: The fence at the stream's tail, without an event until work comes behind it.
-        self.open_fence: Watch | None = None
-        #: Its last sync ended within a slice: the worker may wait for the next itself.
-        self.quick = True
-        #: How long its polled fences took to be reached, lately (seconds; see ``due``).
-        self.typical = 0.0
-        #: The event loop's: calls submitted, and ``(submitted, calls)`` at the last sync.
-        self.submitted = 0
-        self.settled_at: tuple[int, int] | None = None
+    def __post_init__(self) -> None:
+        self.fast_sync = bool(self.flags & StreamFlag.FAST_SYNC)
 
     def __repr__(self) -> str:
         return f"<Lane {self.handle:#x} {self.life.name} {self.loan.name}>"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import _thread
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._lanes import Lane, Watch
@@ -20,21 +21,18 @@ if TYPE_CHECKING:
 
 __all__ = ["SLICE_MS", "Lent", "WaitingThread"]
 
-#: Longest single runtime wait, so that a stop or a retarget is seen within this time.
-#: One wake-up per slice costs well under 0.1 % of a core.
+#: Longest single runtime wait: a stop is seen within it (a wake-up per slice: < 0.1 %).
 SLICE_MS = 100
 
 
+@dataclass(slots=True, eq=False)
 class Lent:
     """A stream's head point lent to a wait, by a stream sync (``by_stream``: a fence at
     the stream's tail) or by its event."""
 
-    __slots__ = ("by_stream", "lane", "point")
-
-    def __init__(self, lane: Lane, point: Watch, *, by_stream: bool) -> None:
-        self.lane = lane
-        self.point = point
-        self.by_stream = by_stream
+    lane: Lane
+    point: Watch
+    by_stream: bool = field(kw_only=True)
 
 
 class WaitingThread:
@@ -59,16 +57,12 @@ class WaitingThread:
         self._lock = lender.lock
         self._offered: Lent | None = None  # chosen for the thread, not yet taken
         self._busy = False  # it holds a loan
-        #: Offered something: to be woken when the worker blocks (not before: until then
-        #: it would only wait for the GIL).
-        self.wake_due = False
+        self.wake_due = False  # offered something: woken when the worker blocks (the GIL)
         self._wake = _thread.allocate_lock()
         self._wake.acquire()
-        #: Set under the lock when the thread found nothing to wait for and sleeps.
-        self._idle = False
+        self._idle = False  # (under the lock) it found nothing to wait for and sleeps
         self._stopping = False
-        #: Why the thread died, once it has.
-        self.failure: BaseException | None = None
+        self.failure: BaseException | None = None  # why the thread died, once it has
         self._thread = threading.Thread(
             target=self._main, name=f"aclasync-device{device_id}-wait", daemon=True
         )
@@ -91,13 +85,6 @@ class WaitingThread:
             self._idle = False
             self._wake.release()
 
-    def _pick(self) -> Lent | None:
-        lent, self._offered = self._offered, None
-        if lent is None:
-            lent = self._lender.choose()
-        self._busy = lent is not None
-        return lent
-
     def stop(self) -> None:
         """End the thread and wait for it (about a slice at most); lock not held."""
         with self._lock:
@@ -118,7 +105,8 @@ class WaitingThread:
                     if lent is not None:
                         lender.returned(lent, ret)  # (it posts what it resolves)
                     stopping = self._stopping
-                    lent = None if stopping else self._pick()
+                    lent = None if stopping else self._offered or lender.choose()
+                    self._offered, self._busy = None, lent is not None
                     if lent is None:
                         self._idle = True
                     ready = lender.out.take()

@@ -82,13 +82,7 @@ class Watcher:
         """Answer an untimed sync by waiting for the stream right here if it is all the
         device waits for; False if not, or if the wait ran out of slices."""
         points = self._points
-        if (
-            points.waiting
-            or lane.watches
-            or lane.loan is not Loan.FREE
-            or lane.closed
-            or not self._may_wait_inline(lane)
-        ):
+        if points.waiting or lane.watches or lane.closed or not self._may_wait_inline(lane):
             return False
         if points.out:
             self.flush()
@@ -218,21 +212,20 @@ class Watcher:
         if len(waiting) != 1:
             return None
         lane = next(iter(waiting))
-        if not self._may_wait_inline(lane) or lane.loan is not Loan.FREE or not lane.watches:
-            return None
-        head = lane.watches[0]
-        if not head.fence or head.event:
+        head = lane.watches[0] if lane.watches else None
+        if head is None or not head.fence or head.event or not self._may_wait_inline(lane):
             return None
         lane.move(Loan.STREAM)
         return Lent(lane, head, by_stream=True)
 
     def _may_wait_inline(self, lane: Lane) -> bool:
+        """Whether the worker may wait for *lane* itself (a default one: while short)."""
         options = self._options
         if lane.fast_sync:
             inline = options.inline_fast_sync
-        else:  # a default stream: while its waits are short
+        else:
             inline = options.inline_default_sync and lane.quick
-        return inline and lane.loan not in (Loan.HELD, Loan.BACK, Loan.POLLED)
+        return inline and lane.loan is Loan.FREE
 
     def wait_inline(self, lent: Lent, interrupted: Callable[[], bool]) -> None:
         """Wait for a point the round lent the worker; if cut short (no slices left, or
