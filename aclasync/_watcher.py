@@ -36,7 +36,8 @@ _MIN_POLL_S = 20e-6
 
 
 class Watcher:
-    """*fail* gives a stream a failure; *look_again* makes the worker go round again."""
+    """Who waits for the points of one device's waiters. *fail* gives a stream a
+    failure; *look_again* makes the worker go round again."""
 
     def __init__(
         self,
@@ -79,8 +80,10 @@ class Watcher:
     def wait_here(
         self, lane: Lane, waiter: Waiter, calls: int, jobs_came: Callable[[], bool]
     ) -> bool:
-        """Answer an untimed sync by waiting for the stream right here if it is all the
-        device waits for; False if not, or if the wait ran out of slices."""
+        """Answer an untimed sync by waiting for the stream right here, as a thread that
+        launches and syncs does, if it is all the device waits for (waiters resolved so
+        far are posted first). False if not, or if the wait ran out of slices: the
+        caller then registers the fence."""
         points = self._points
         if points.waiting or lane.watches or lane.closed or not self._may_wait_inline(lane):
             return False
