@@ -35,7 +35,7 @@ from ._errors import (
 )
 from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
-from ._lanes import EventRecord, Lane
+from ._lanes import EventRecord, Lane, Life
 from ._loop import Waiter, current_delivery
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
@@ -196,7 +196,7 @@ class DeviceState:
                 except anyio.ClosedResourceError:
                     # A stream force-closed meanwhile: its dropped work is nothing to
                     # wait for, and the forced close is that stream's to report.
-                    if self.closed or not lane.forced:
+                    if self.closed or lane.life is not Life.FORCED:
                         raise
         except BaseException:
             for _, waiter in waits:

@@ -1,6 +1,10 @@
-"""What the event loop hands the device worker: one small class per kind of job, each
-run by the worker thread in submission order. A job with a ``waiter`` answers it, so
-that a dying worker can fail every wait still queued (``answers``).
+"""What the event loop hands the device worker, run by the worker thread in order:
+``Launch`` (``fn(*args, stream)``, its failure the stream's), ``Call`` (``fn()``, which may
+queue work on any stream; its outcome to the waiter, if any), ``Fence`` and ``EventWait``
+(answer the waiter once the stream's work so far, or the event's record, is done),
+``Record`` (record an event from the ready pool), ``Run`` (the library's own ``fn()``,
+which queues no stream work) and ``Stop`` (the last: tear down, answer the waiter). A job
+with a ``waiter`` answers it, so that a dying worker can fail every wait still queued.
 """
 
 from __future__ import annotations
@@ -29,8 +33,6 @@ class Job:
 
 @dataclass(slots=True, eq=False)
 class Launch(Job):
-    """``fn(*args, stream)``, its failure the stream's."""
-
     lane: Lane
     fn: Callable[..., Any]
     args: tuple[Any, ...]
@@ -42,8 +44,6 @@ class Launch(Job):
 
 @dataclass(slots=True, eq=False)
 class Call(Job):
-    """``fn()``, its outcome to the waiter if any; it may queue work on any stream."""
-
     fn: Callable[[], Any]
     waiter: Waiter | None
 
@@ -53,8 +53,6 @@ class Call(Job):
 
 @dataclass(slots=True, eq=False)
 class Fence(Job):
-    """Answer the waiter once the work queued on the stream so far is done."""
-
     lane: Lane
     waiter: Waiter
     timed: bool
@@ -65,8 +63,6 @@ class Fence(Job):
 
 @dataclass(slots=True, eq=False)
 class EventWait(Job):
-    """Answer the waiter once the event's record completes."""
-
     lane: Lane
     event: int
     record: EventRecord
@@ -78,8 +74,6 @@ class EventWait(Job):
 
 @dataclass(slots=True, eq=False)
 class Record(Job):
-    """Record an event taken from the ready pool."""
-
     lane: Lane
     event: int
     timing: bool
@@ -91,8 +85,6 @@ class Record(Job):
 
 @dataclass(slots=True, eq=False)
 class Run(Job):
-    """The library's own ``fn()``: it queues no stream work."""
-
     fn: Callable[[], object]
 
     def run(self, worker: DeviceWorker) -> None:
@@ -101,8 +93,6 @@ class Run(Job):
 
 @dataclass(slots=True, eq=False)
 class Stop(Job):
-    """The last job: the worker tears the device down and answers the waiter."""
-
     waiter: Waiter
 
     def run(self, worker: DeviceWorker) -> None:

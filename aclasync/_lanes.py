@@ -150,14 +150,6 @@ class Lane:
     def closed(self) -> bool:
         return self.life is Life.CLOSED or self.life is Life.FORCED
 
-    @property
-    def forced(self) -> bool:
-        return self.life is Life.FORCED
-
-    @property
-    def stopped(self) -> bool:
-        return self.life is Life.STOPPED
-
     def move(self, to: Life | Loan) -> None:
         """Move ``life`` or ``loan`` to *to*; only the moves in ``_MOVES`` are legal."""
         if isinstance(to, Life):

@@ -75,7 +75,7 @@ class Points:
             out.put(waiter, outcome.Error(error))
         elif index < len(watches) and watches[index].seq == record.seq:
             self.park(lane, watches[index], waiter)
-        elif lane.forced:
+        elif lane.life is Life.FORCED:
             why = "the event's stream was closed with force=True: its work may be dropped"
             out.put(waiter, outcome.Error(anyio.ClosedResourceError(why)))
         else:

@@ -238,7 +238,7 @@ class DeviceWorker:
         error = self.handles.error(ret, api or call_name(self.acl, fn), lane)
         if ret == STREAM_ABORT:
             # A stopped stream refuses every later call: one report, after its cause.
-            if lane.stopped:
+            if lane.life is Life.STOPPED:
                 return error
             self._stopped(lane)
         self._fail(lane, error)
@@ -247,7 +247,7 @@ class DeviceWorker:
     def _stopped(self, lane: Lane) -> None:
         """*lane* refused a call (107023): collect the failure that stopped it first."""
         self.watcher.collect(lane)
-        if not lane.stopped:
+        if lane.life is not Life.STOPPED:
             lane.move(Life.STOPPED)
 
     def call_now(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
@@ -297,7 +297,7 @@ class DeviceWorker:
         try:
             event = self.handles.record(lane, timing)
         except AclError as exc:
-            if exc.code == STREAM_ABORT and not lane.stopped:
+            if exc.code == STREAM_ABORT and lane.life is not Life.STOPPED:
                 self._stopped(lane)
             raise
         lane.queue()

@@ -74,5 +74,4 @@ def test_a_lane_starts_open_and_free_and_takes_back_a_held_loan() -> None:
     assert lane.loan is Loan.FREE
     lane.move(Life.FORCED)
     assert lane.closed
-    assert lane.forced
-    assert not lane.stopped
+    assert lane.life is Life.FORCED
