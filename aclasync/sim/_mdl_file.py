@@ -24,7 +24,7 @@ from typing import Any
 
 from ._mdl_spec import ModelSpec, SpecError, TensorSpec, build_spec
 
-__all__ = ["FORMAT", "read_document", "spec_document"]
+__all__ = ["FORMAT", "importable_name", "read_document", "spec_document"]
 
 FORMAT = "aclasync.sim.model"
 
@@ -85,6 +85,21 @@ def read_document(data: bytes, registrations: Mapping[str, ModelSpec]) -> ModelS
         )
     except TypeError as exc:
         raise SpecError(str(exc)) from None
+
+
+def importable_name(fn: Callable[..., Any]) -> str | None:
+    """``"package.module:function"`` if importing that name gives *fn* back in another
+    process too (not a lambda, a nested function or one of ``__main__``), else None."""
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        return None
+    if module == "__main__" or "<" in qualname:
+        return None
+    try:
+        found = _import_fn(f"{module}:{qualname}")
+    except Exception:  # a probe: any failure means "not by name"
+        return None
+    return f"{module}:{qualname}" if found is fn else None
 
 
 def _import_fn(target: str) -> Callable[..., Any]:

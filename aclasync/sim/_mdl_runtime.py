@@ -24,7 +24,7 @@ from ._core import Core, wait_for_tasks
 from ._mdl_dataset import DatasetCalls
 from ._mdl_desc import DescCalls
 from ._mdl_exec import body, plan
-from ._mdl_file import read_document, spec_document
+from ._mdl_file import importable_name, read_document, spec_document
 from ._mdl_gears import GearCalls
 from ._mdl_spec import ModelSpec, SpecError, build_spec
 from ._mdl_state import ModelRegistry
@@ -205,7 +205,9 @@ class ModelExtension:
         ----------
         path:
             The model file client code names. A spec file naming this registration is
-            written there unless a file already exists (the file is never overwritten).
+            written there unless a file already exists (the file is never overwritten);
+            when *fn* can be imported by name (``package.module:function``), the file
+            names it too, so that code in another process can load the same file.
         inputs, outputs:
             Lists of ``(name, shape, dtype)``. ``-1`` in a shape is a dynamic dimension
             (see the dynamic modes below); in a model without gears a dimension may
@@ -249,7 +251,7 @@ class ModelExtension:
         key = os.path.realpath(os.fspath(path))
         try:
             with open(key, "xb") as file:
-                file.write(spec_document(spec, registration=key, fn=None))
+                file.write(spec_document(spec, registration=key, fn=importable_name(fn)))
         except FileExistsError:
             pass
         with self._models.lock:

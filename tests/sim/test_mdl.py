@@ -340,6 +340,27 @@ def test_spec_naming_a_function_loads_anywhere(
     check(acl.mdl.load_from_file(str(bad_fn)), GE_PARAM_INVALID)
 
 
+def test_register_model_names_an_importable_function_in_its_file(
+    make_rt: Callable[..., Any], tmp_path: Path, check: Callable[..., Any]
+) -> None:
+    """The file ``register_model`` writes serves a runtime without the registration (as
+    another process is) when its function can be imported by name; a lambda's cannot."""
+    declared = {"inputs": [("x", (3,), "int32")], "outputs": [("y", (3,), "int32")]}
+    writer = make_rt()
+    named = Path(writer.sim.register_model(tmp_path / "neg.om", fn=np.negative, **declared))
+    local = Path(writer.sim.register_model(tmp_path / "lam.om", fn=lambda x: -x, **declared))
+    assert json.loads(named.read_text())["fn"] == "numpy:negative"
+    assert "fn" not in json.loads(local.read_text())
+    reader = make_rt()  # another runtime: it has neither registration
+    assert reader.rt.set_device(0) == 0
+    model_id = check(reader.mdl.load_from_file(str(named)))
+    io = Io(reader, check, [12], [12])
+    io.put(0, np.array([4, -5, 6], np.int32))
+    check(reader.mdl.execute(model_id, io.inputs, io.outputs))
+    assert io.get(0, (3,), np.int32).tolist() == [-4, 5, -6]
+    check(reader.mdl.load_from_file(str(local)), GE_PARAM_INVALID)
+
+
 @pytest.mark.slow
 def test_spec_serves_another_process(tmp_path: Path) -> None:
     path = tmp_path / "neg.om"
