@@ -327,11 +327,7 @@ def test_spec_naming_a_function_loads_anywhere(
     path.write_text(json.dumps(spec))
     acl = make_rt()
     assert acl.rt.set_device(0) == 0
-    model_id = check(acl.mdl.load_from_file(str(path)))
-    io = Io(acl, check, [12], [12])
-    io.put(0, np.array([1, -2, 3], np.int32))
-    check(acl.mdl.execute(model_id, io.inputs, io.outputs))
-    assert io.get(0, (3,), np.int32).tolist() == [-1, 2, -3]
+    assert _negate_with(acl, check, path, [1, -2, 3]) == [-1, 2, -3]
     registered_elsewhere = tmp_path / "other.om"
     registered_elsewhere.write_text(json.dumps({**spec, "fn": None, "registration": "/nowhere.om"}))
     check(acl.mdl.load_from_file(str(registered_elsewhere)), GE_PARAM_INVALID)
@@ -353,12 +349,17 @@ def test_register_model_names_an_importable_function_in_its_file(
     assert "fn" not in json.loads(local.read_text())
     reader = make_rt()  # another runtime: it has neither registration
     assert reader.rt.set_device(0) == 0
-    model_id = check(reader.mdl.load_from_file(str(named)))
-    io = Io(reader, check, [12], [12])
-    io.put(0, np.array([4, -5, 6], np.int32))
-    check(reader.mdl.execute(model_id, io.inputs, io.outputs))
-    assert io.get(0, (3,), np.int32).tolist() == [-4, 5, -6]
+    assert _negate_with(reader, check, named, [4, -5, 6]) == [-4, 5, -6]
     check(reader.mdl.load_from_file(str(local)), GE_PARAM_INVALID)
+
+
+def _negate_with(acl: Any, check: Callable[..., Any], path: Path, values: list[int]) -> Any:
+    """Load the three-int32 model at *path*, execute it on *values*: its output."""
+    model_id = check(acl.mdl.load_from_file(str(path)))
+    io = Io(acl, check, [12], [12])
+    io.put(0, np.array(values, np.int32))
+    check(acl.mdl.execute(model_id, io.inputs, io.outputs))
+    return io.get(0, (3,), np.int32).tolist()
 
 
 @pytest.mark.slow
