@@ -30,8 +30,6 @@ def stream_handle(obj: object) -> int:
     npu_stream = getattr(obj, "npu_stream", _MISSING)  # read once: torch_npu flushes here
     if npu_stream is not _MISSING:
         return _handle(npu_stream, "npu_stream")
-    if _is_int(obj):
-        return _handle(obj, "the stream handle")
     raise TypeError(
         "wrap_stream() takes an aclrtStream handle (an int), an object with an npu_stream "
         f"attribute (torch_npu's Stream) or one with __acl_stream__(); got {type(obj).__name__}"
