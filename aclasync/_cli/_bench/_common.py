@@ -5,8 +5,9 @@ The event loops and ``run_on_loop`` are the command line's own (``.._loops``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from aclasync import sim
@@ -74,6 +75,15 @@ class Target:
         """Close a runtime from ``runtime`` (the native one stays as it is)."""
         if not self.native:
             acl.sim.close()
+
+    @contextlib.contextmanager
+    def opened(self, devices: int) -> Iterator[Any]:
+        """``runtime(devices)``, released when the block ends however it ends."""
+        acl = self.runtime(devices)
+        try:
+            yield acl
+        finally:
+            self.release(acl)
 
     def devices(self, wanted: int) -> int:
         """How many of *wanted* devices there are: all on the simulator, at most the

@@ -115,11 +115,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 async def _measure(
     target: Target, n: int, n_naive: int, repeats: int
 ) -> tuple[dict[str, list[float]], list[float], dict[str, Any]]:
-    acl = target.runtime(1)
-    try:
+    with target.opened(1) as acl:
         return await _measure_on(acl, target, n, n_naive, repeats)
-    finally:
-        target.release(acl)
 
 
 async def _measure_on(

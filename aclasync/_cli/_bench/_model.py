@@ -146,8 +146,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 async def _measure(
     target: Target, n: int
 ) -> tuple[dict[int, dict[str, tuple[float, list[int]]]], dict[str, Any]]:
-    acl = target.runtime(1)
-    try:
+    with target.opened(1) as acl:
         if target.model is not None:
             return await _measure_model(acl, target.model, n, None)
         with tempfile.TemporaryDirectory(prefix="aclasync-bench-") as folder:
@@ -159,8 +158,6 @@ async def _measure(
                 duration_us=DEVICE_US,
             )
             return await _measure_model(acl, path, n, body)
-    finally:
-        target.release(acl)
 
 
 async def _measure_model(

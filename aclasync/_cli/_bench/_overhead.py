@@ -168,11 +168,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 
 
 async def _measure(target: Target, loop: str, rounds: int, per_round: int) -> dict[str, list[int]]:
-    acl = target.runtime(1)
-    try:
+    with target.opened(1) as acl:
         return await _measure_on(acl, loop, rounds, per_round)
-    finally:
-        target.release(acl)
 
 
 async def _measure_on(acl: Any, loop: str, rounds: int, per_round: int) -> dict[str, list[int]]:

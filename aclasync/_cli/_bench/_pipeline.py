@@ -101,10 +101,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 
 
 async def _one(target: Target, devices: int, items: int) -> dict[str, Any]:
-    backend = target.runtime(max(DEVICE_COUNTS))
-    try:
+    with target.opened(max(DEVICE_COUNTS)) as backend:
         return await run_pipeline(
             devices=devices, items=items, backend=backend, workload=target.workload
         )
-    finally:
-        target.release(backend)

@@ -307,10 +307,9 @@ _Cells = dict[tuple[str, int, str], tuple[list[float], list[float]]]
 async def _measure(
     target: Target, counts: dict[int, int], requests: int
 ) -> tuple[_Cells, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    acl = target.runtime(1)
-    shared = acl if target.native else None
     cells: _Cells = {}
-    try:
+    with target.opened(1) as acl:
+        shared = acl if target.native else None
         async with aclasync.open_device(0, backend=acl) as dev:
             work = await Workload.calibrate(dev, kind=target.workload)
             on_loop = OnTheLoop(MODES, work, shared)
@@ -325,8 +324,6 @@ async def _measure(
             delay = await _slice_delay(dev, work)
             concurrent = [await _concurrent(dev, work, shared, c, requests) for c in CONCURRENCY]
             await work.aclose()
-    finally:
-        target.release(acl)
     return cells, concurrent, delay, work.describe()
 
 

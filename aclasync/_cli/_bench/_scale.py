@@ -178,11 +178,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
 async def _measure(
     target: Target, count: int, n: int, progress: Progress
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    acl = target.runtime(count)
-    try:
+    with target.opened(count) as acl:
         return await _measure_on(acl, target, count, n, progress)
-    finally:
-        target.release(acl)
 
 
 async def _measure_on(
@@ -350,9 +347,8 @@ async def _tick(stop: anyio.Event, lateness: list[float], threads: list[int]) ->
 
 async def _one_event_stall(target: Target, n: int) -> dict[str, Any]:
     """Park *n* tasks on one event behind a gate; open it; the longest stall."""
-    acl = target.runtime(1)
     gate = threading.Event()
-    try:
+    with target.opened(1) as acl:
         async with aclasync.open_device(0, backend=acl) as dev, dev.create_stream() as stream:
             held = None
             try:
@@ -391,8 +387,6 @@ async def _one_event_stall(target: Target, n: int) -> dict[str, Any]:
                 gate.set()
                 if held is not None:
                     held.open()
-    finally:
-        target.release(acl)
     return {"one_event_stall_ms": max(ticks) * 1e3}
 
 

@@ -215,8 +215,7 @@ async def _aclasync_level(
     thread's post-to-resume times, and ``raw_floor`` each sample's latency plus that)
     and what the workload was.
     """
-    acl = target.runtime(1)
-    try:
+    with target.opened(1) as acl:
         async with aclasync.open_device(0, backend=acl) as dev:
             work = await Workload.calibrate(dev, kind=target.workload)
             stamped = work.kind == "sim-kernel"
@@ -224,8 +223,6 @@ async def _aclasync_level(
             with RawThread(MODES, None if stamped else work, shared) as raw:
                 cells, raw_cells = await _interleaved(dev, work, raw, counts, rounds)
             await work.aclose()
-    finally:
-        target.release(acl)
     return cells, raw_cells, work.describe()
 
 
