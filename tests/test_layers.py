@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_worker_structure import WORKER_MODULES
 
 import aclasync
 
@@ -75,43 +76,33 @@ def _violations(rule: str) -> list[str]:
     return found
 
 
+def _reaches_out(
+    module: str, target: str, own: str, allowed: tuple[str, ...] = (), *, loops: bool = False
+) -> bool:
+    """Whether *module*, inside *own*, imports *target*: a part of aclasync outside *own*
+    and *allowed* (the package root aside), or, with *loops*, an event-loop library."""
+    if not _within(module, own):
+        return False
+    if loops and any(_within(target, lib) for lib in LOOP_LIBRARIES):
+        return True
+    return (
+        _within(target, "aclasync")
+        and target != "aclasync"
+        and not any(_within(target, part) for part in (own, *allowed))
+    )
+
+
 def _breaks(rule: str, module: str, target: str) -> bool:
     if rule == "vocabulary is a leaf":
-        return (
-            _within(module, "aclasync._pyacl")
-            and _within(target, "aclasync")
-            and target != "aclasync"
-            and not _within(target, "aclasync._pyacl")
-        )
+        return _reaches_out(module, target, "aclasync._pyacl")
     if rule == "platform helpers are a leaf":
-        return (
-            _within(module, "aclasync._platform")
-            and _within(target, "aclasync")
-            and target != "aclasync"
-            and not _within(target, "aclasync._platform")
-        )
+        return _reaches_out(module, target, "aclasync._platform")
     if rule == "sim imports only itself and the leaves":
-        if not _within(module, "aclasync.sim"):
-            return False
-        if any(_within(target, lib) for lib in LOOP_LIBRARIES):
-            return True
-        return (
-            _within(target, "aclasync")
-            and target != "aclasync"
-            and not _within(target, "aclasync.sim")
-            and not _within(target, "aclasync._pyacl")
-            and not _within(target, "aclasync._platform")
-        )
+        leaves = ("aclasync._pyacl", "aclasync._platform")
+        return _reaches_out(module, target, "aclasync.sim", leaves, loops=True)
     if rule == "worker never imports sim":
-        worker = (
-            "aclasync._worker",
-            "aclasync._watcher",
-            "aclasync._points",
-            "aclasync._waiting_thread",
-            "aclasync._jobs",
-            "aclasync._lanes",
-        )
-        return any(_within(module, m) for m in worker) and _within(target, "aclasync.sim")
+        worker = any(_within(module, f"aclasync.{m}") for m in WORKER_MODULES)
+        return worker and _within(target, "aclasync.sim")
     if rule == "library never imports the command line":
         return (
             not _within(module, "aclasync._cli")
@@ -119,15 +110,8 @@ def _breaks(rule: str, module: str, target: str) -> bool:
             and _within(target, "aclasync._cli")
         )
     if rule == "conformance checks use pyACL alone":
-        if not _within(module, "aclasync._conformance"):
-            return False
-        if any(_within(target, lib) for lib in LOOP_LIBRARIES):
-            return True
-        return (
-            _within(target, "aclasync")
-            and target != "aclasync"
-            and not _within(target, "aclasync._conformance")
-            and not _within(target, "aclasync._pyacl")
+        return _reaches_out(
+            module, target, "aclasync._conformance", ("aclasync._pyacl",), loops=True
         )
     if rule == "only aclasync.ray imports Ray":
         return (
