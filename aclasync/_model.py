@@ -205,7 +205,11 @@ class Model(AsyncResource):
         own = slot.stream
         assert own is not None  # made with the set
         stream._check_open()
+        self._prune(slot)
         chain = self._chained.pop(stream, None)
+        # Where the caller's stream stood when this run was ordered after its work:
+        # `done` stands for all of it only if nothing else comes before the wait for it.
+        since: tuple[int, int] | None = _mark(stream)
         if chain is not None and chain.tail == stream._queued() and len(chain.held) < _HELD:
             # The caller's stream ends with its wait for the last run: wait for that run.
             # The stream may not have passed its own wait yet, so the events stay held.
@@ -216,9 +220,14 @@ class Model(AsyncResource):
             if chain is not None:  # the stream has passed them once `ready` has
                 slot.later += [*chain.held, chain.done]
             if not stream._settled():  # start after what is queued on the caller's stream
+                queued, calls = _mark(stream)
                 ready = await stream._record_quietly()
                 own.wait_event(ready)
                 slot.later.append(ready)
+                # One more launch (the record) or call (its slow path), or others came.
+                since = _mark(stream)
+                if since not in ((queued + 1, calls), (queued, calls + 1)):
+                    since = None
         for array, host, target in zip(inputs, slot.host_in, slot.dev_in, strict=True):
             host.view(array.dtype, array.shape)[...] = array
             own.memcpy(target, host)
@@ -230,8 +239,14 @@ class Model(AsyncResource):
         if stream.closed:
             slot.later += [*held, done]
         else:  # later work on the caller's stream starts after this run
+            # Only if nothing came between this run's start and its wait does `done`
+            # stand for all that precedes the wait: else the next run records `ready`.
+            alone = since == _mark(stream)
             stream.wait_event(done)
-            self._chained[stream] = _Chain(done, stream._queued(), held)
+            other = self._chained.pop(stream, None)  # a run that overlapped this one
+            if other is not None:
+                held = [*other.held, other.done, *held]
+            self._chained[stream] = _Chain(done, stream._queued() if alone else None, held)
         try:
             await own.synchronize()
         except AclError as exc:
@@ -243,6 +258,12 @@ class Model(AsyncResource):
             host.view(t.dtype, t.shape).copy()
             for t, host in zip(self._outputs, slot.host_out, strict=True)
         ]
+
+    def _prune(self, slot: _Slot) -> None:
+        """Forget the chains of streams already destroyed: their events go with *slot*."""
+        for stream in [s for s in self._chained if s._lane.closed]:
+            chain = self._chained.pop(stream)
+            slot.later += [*chain.held, chain.done]
 
     async def _take_slot(self, stream: Stream) -> _Slot:
         """A free buffer set (a clean one first), or a new one."""
@@ -271,22 +292,26 @@ class Model(AsyncResource):
     async def _make_slot(self, flags: int) -> _Slot:
         """Allocate a buffer set, its datasets and its stream; shielded."""
         device = self._device
+        slot = _Slot(self._id, next(self._keys))
         with anyio.CancelScope(shield=True):
-            slot = _Slot(self._id, next(self._keys))
-            self._slots.append(slot)
-            slot.stream = await device._create_private_stream(flags)
-            for tensor in self._inputs:
-                slot.dev_in.append(await device.alloc(tensor.nbytes))
-                slot.host_in.append(await device.alloc_host(tensor.nbytes))
-            for tensor in self._outputs:
-                slot.dev_out.append(await device.alloc(tensor.nbytes))
-                slot.host_out.append(await device.alloc_host(tensor.nbytes))
-            ins = tuple((b.ptr, b.nbytes) for b in slot.dev_in)
-            outs = tuple((b.ptr, b.nbytes) for b in slot.dev_out)
-            handles = device._state.worker.handles
-            made = await device.call(datasets, device.acl, handles, slot.key, ins, outs)
-        raise_for_status(made.ret, made.api, device=device.id)
+            try:
+                slot.stream = await device._create_private_stream(flags)
+                for tensor in self._inputs:
+                    slot.dev_in.append(await device.alloc(tensor.nbytes))
+                    slot.host_in.append(await device.alloc_host(tensor.nbytes))
+                for tensor in self._outputs:
+                    slot.dev_out.append(await device.alloc(tensor.nbytes))
+                    slot.host_out.append(await device.alloc_host(tensor.nbytes))
+                ins = tuple((b.ptr, b.nbytes) for b in slot.dev_in)
+                outs = tuple((b.ptr, b.nbytes) for b in slot.dev_out)
+                handles = device._state.worker.handles
+                made = await device.call(datasets, device.acl, handles, slot.key, ins, outs)
+                raise_for_status(made.ret, made.api, device=device.id)
+            except BaseException as exc:  # give back what was made (the datasets undo themselves)
+                await _discard(slot, exc)
+                raise
         slot.inputs, slot.outputs = made.inputs, made.outputs
+        self._slots.append(slot)
         return slot
 
     async def _clean(self, slot: _Slot) -> None:
@@ -382,6 +407,12 @@ class Model(AsyncResource):
             raise ValueError(f"{stream!r} belongs to another device than {self!r}")
 
     def _check_arrays(self, arrays: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
+        for tensor in self._outputs:  # its size is known only after the run
+            if -1 in tensor.shape:
+                raise ValueError(
+                    f"output {tensor.name!r} has a dynamic shape {tensor.shape}; "
+                    "Model.run takes static shapes only"
+                )
         if len(arrays) != len(self._inputs):
             raise ValueError(f"the model takes {len(self._inputs)} inputs, got {len(arrays)}")
         checked = []
@@ -406,12 +437,13 @@ class Model(AsyncResource):
 
 class _Chain:
     """The last run queued on a stream: its event, which the stream waits for, the
-    stream's count of queued work right after that wait, and events of earlier runs
-    the stream may not have passed yet."""
+    stream's count of queued work right after that wait (``None`` if other work came
+    between the run's start and its wait: then the event does not stand for all that
+    precedes the wait), and events of earlier runs the stream may not have passed yet."""
 
     __slots__ = ("done", "held", "tail")
 
-    def __init__(self, done: Event, tail: int, held: list[Event]) -> None:
+    def __init__(self, done: Event, tail: int | None, held: list[Event]) -> None:
         self.done = done
         self.tail = tail
         self.held = held
@@ -454,6 +486,27 @@ class _Slot:
     def release_later(self) -> None:
         release_events(self.later)
         self.later.clear()
+
+
+def _mark(stream: Stream) -> tuple[int, int]:
+    """Launches queued on *stream* and calls made on its device so far (a call may
+    queue work on any stream): it changes whenever work may have been queued there."""
+    return stream._queued(), stream._state.calls
+
+
+async def _discard(slot: _Slot, cause: BaseException) -> None:
+    """Release a buffer set whose making failed with *cause*; their failures become
+    notes on it (it is what the caller is told)."""
+    further: list[BaseException] = []
+    closers = [*([] if slot.stream is None else [slot.stream]), *slot.buffers()]
+    for resource in closers:
+        try:
+            await resource.aclose()
+        except (AclError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            further.append(exc)
+    if further:
+        notes = cause.__dict__.setdefault("__notes__", [])
+        notes.extend(f"aclasync: releasing the half-made buffer set failed: {e!r}" for e in further)
 
 
 def _note_further(error: BaseException, further: list[BaseException]) -> None:

@@ -1,0 +1,160 @@
+"""``Model.run`` on a shared stream keeps the stream's order and its events tidy, and
+refuses what it cannot run, under adversarial use, on every event loop:
+
+- a run started after overlapping runs on a stream starts after all of them;
+- a model's bookkeeping per caller's stream does not grow with the streams it saw;
+- a model with a dynamic output is refused before anything is made;
+- a buffer set that cannot be made leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import numpy as np
+import pytest
+
+import aclasync
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_run_after_overlapping_runs_starts_after_all_of_them(
+    rt: Any, tmp_path: Path
+) -> None:
+    """Runs A (held in its body) and B overlap on a stream: both are ordered after the
+    stream's work before either has queued its own wait there. Run C, started once B
+    returned, must not start before A ends."""
+    held = threading.Event()
+    log: list[tuple[str, float]] = []
+
+    def body(x: Any) -> Any:
+        log.append(("start", float(x[0])))
+        if x[0] == 1.0:
+            held.wait(30)
+        log.append(("end", float(x[0])))
+        return x
+
+    path = rt.sim.register_model(
+        tmp_path / "held.om",
+        inputs=[("x", (4,), "float32")],
+        outputs=[("y", (4,), "float32")],
+        fn=body,
+    )
+    c_returned = False
+    with anyio.fail_after(30):
+        async with (
+            aclasync.open_device(0, backend=rt) as dev,
+            dev.load_model(path) as model,
+            dev.create_stream() as stream,
+            dev.create_stream() as other,
+        ):
+            async with anyio.create_task_group() as tg:  # three buffer sets, made now
+                for _ in range(3):
+                    tg.start_soon(model.run, stream, np.zeros(4, np.float32))
+            kept = []
+            try:
+                b_done = anyio.Event()
+
+                async def run_b() -> None:
+                    await model.run(stream, np.full(4, 2.0, np.float32))
+                    b_done.set()
+
+                worker_gate = threading.Event()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(dev.call, worker_gate.wait)  # the worker makes no events
+                    while True:  # take every ready event: each record now asks the worker
+                        try:
+                            kept.append(other.record_event_nowait())
+                        except anyio.WouldBlock:
+                            break
+                    tg.start_soon(model.run, stream, np.full(4, 1.0, np.float32))
+                    tg.start_soon(run_b)
+                    for _ in range(20):  # both runs are ordered and park on the worker
+                        await anyio.lowlevel.checkpoint()
+                    worker_gate.set()
+                    await b_done.wait()
+                    with anyio.move_on_after(1.0):  # A is held: C cannot finish
+                        await model.run(stream, np.full(4, 3.0, np.float32))
+                        c_returned = True
+                    held.set()
+            finally:
+                held.set()
+                for event in kept:
+                    await event.aclose()
+    assert not c_returned
+    assert log.index(("end", 1.0)) < log.index(("start", 3.0))
+
+
+async def test_a_models_per_stream_state_does_not_grow_with_the_streams_it_ran_on(
+    rt: Any, model_path: str
+) -> None:
+    """A stream per request, each closed after its run: the device's live events stay
+    flat (each caller's stream once held one of the model's events until the model
+    closed)."""
+    x, bias = np.ones((4, 8), np.float32), np.zeros(8, np.float32)
+    live: list[int] = []
+    with anyio.fail_after(60):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.load_model(model_path) as model:
+            for requests in (5, 45):
+                for _ in range(requests):
+                    async with dev.create_stream() as stream:
+                        await model.run(stream, x, bias)
+                live.append(rt.sim.live_objects()["events"])
+    assert live[1] <= live[0] + 2, live
+
+
+async def test_run_refuses_a_model_whose_output_shape_is_dynamic(rt: Any, tmp_path: Path) -> None:
+    """Its size is known only after the run: ``run`` would return the staging buffer's
+    stale bytes. Refused before anything is made."""
+
+    def first(x: Any, n: Any) -> Any:
+        return x[: int(n[0])]
+
+    path = rt.sim.register_model(
+        tmp_path / "dynamic_out.om",
+        inputs=[("x", (8,), "float32"), ("n", (1,), "int32")],
+        outputs=[("y", ((1, 8),), "float32")],
+        fn=first,
+    )
+    async with (
+        aclasync.open_device(0, backend=rt) as dev,
+        dev.load_model(path) as model,
+        dev.create_stream() as stream,
+    ):
+        before = rt.sim.live_objects()
+        for n in (8, 2):
+            with pytest.raises(ValueError, match="output 'y' has a dynamic shape"):
+                await model.run(stream, np.arange(8, dtype=np.float32), np.array([n], np.int32))
+        assert rt.sim.live_objects() == before
+
+
+async def test_a_buffer_set_that_cannot_be_made_leaves_nothing_behind(
+    rt: Any, tmp_path: Path
+) -> None:
+    """An output larger than the device's memory: each run raises the allocation's
+    ``AclError`` and gives back the stream and buffers it made on the way."""
+
+    def huge(x: Any) -> Any:
+        raise AssertionError("never run: its output cannot be allocated")
+
+    path = rt.sim.register_model(
+        tmp_path / "huge.om",
+        inputs=[("x", (4,), "float32")],
+        outputs=[("y", (2**36,), "float32")],
+        fn=huge,
+    )
+    async with (
+        aclasync.open_device(0, backend=rt) as dev,
+        dev.load_model(path) as model,
+        dev.create_stream() as stream,
+    ):
+        before = rt.sim.live_objects()
+        for _ in range(3):
+            with pytest.raises(aclasync.AclError, match="207001"):
+                await model.run(stream, np.zeros(4, np.float32))
+        assert rt.sim.live_objects() == before
