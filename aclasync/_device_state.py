@@ -35,8 +35,8 @@ from ._errors import (
 )
 from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
-from ._lanes import EventRecord, Lane, Life
-from ._loop import Waiter, current_delivery
+from ._lanes import FORCED_EVENT, EventRecord, Lane, Life
+from ._loop import Flag, Waiter, current_delivery
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus
@@ -67,7 +67,8 @@ class DeviceState:
         self.calls = 0
         #: The ``Stream`` objects of the device's streams by handle (made or wrapped).
         self.streams: weakref.WeakValueDictionary[int, Stream] = weakref.WeakValueDictionary()
-        self._close_done: anyio.Event | None = None
+        #: Set once a close ended; closers on other loops (or threads) wait for it.
+        self._close_done: Flag | None = None
 
     @property
     def default_lane(self) -> Lane:
@@ -185,7 +186,8 @@ class DeviceState:
         """Wait for every stream of the device; report the device's oldest failure."""
         self.check_open()
         timed = timeout is not None
-        waits = [(lane, self.wait_for(lane, timed=timed)) for lane in self._lanes]
+        # A copy made in one C call: streams of other threads' loops come and go.
+        waits = [(lane, self.wait_for(lane, timed=timed)) for lane in list(self._lanes)]
         on_timeout = self.expiry("aclasync.Device.synchronize", timeout, None)
         deadline = None if timeout is None else anyio.current_time() + timeout
         try:
@@ -235,7 +237,7 @@ class DeviceState:
     def report_device(self) -> None:
         """Raise the device's oldest unreported failure (any stream, or orphaned)."""
         oldest: deque[tuple[int, BaseException]] | None = None
-        queues = [lane.errors for lane, reported in self._lanes.items() if reported]
+        queues = [lane.errors for lane, reported in list(self._lanes.items()) if reported]
         for queue in (*queues, self.worker.orphan_errors):
             if queue and (oldest is None or queue[0][0] < oldest[0][0]):
                 oldest = queue
@@ -302,6 +304,8 @@ class DeviceState:
                     exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)
                 ):
                     return  # the device closed meanwhile and released the stream
+                if isinstance(exc, anyio.ClosedResourceError) and lane.life is Life.FORCED:
+                    return  # force-closed meanwhile: that close reports what it held
                 self._lanes.pop(lane, None)
                 self.hand_over(self._take_all([lane.errors]), exc)
                 close = functools.partial(
@@ -320,6 +324,19 @@ class DeviceState:
         self._lanes.pop(lane, None)
         errors = self._take_all([lane.errors])
         await self._finish_close(errors, propagating, self.hand_over)
+
+    async def close_default(
+        self, lane: Lane, *, force: bool, propagating: BaseException | None
+    ) -> None:
+        """Close the default stream's object: wait for its work (unless *force*), then
+        report its failures (rules 5 and 6); the stream itself is the device's and stays.
+        Cancelled while waiting, its failures stay with the device (its ``synchronize``)."""
+        if self.gone():
+            await anyio.lowlevel.checkpoint()
+            return
+        if not force:
+            await self.wait_for(lane, timed=False).wait()
+        await self._finish_close(self._take_all([lane.errors]), propagating, self.hand_over)
 
     def hand_over(self, errors: list[BaseException], propagating: BaseException | None) -> None:
         """Report what a close found (rules 5 and 6), on the device's behalf.
@@ -408,6 +425,8 @@ class DeviceState:
         query = self.acl.rt.query_event_status
 
         def ask() -> tuple[int, int]:
+            if lane.life is Life.FORCED:  # its work may be dropped: it may read done
+                raise anyio.ClosedResourceError(FORCED_EVENT)
             if record.failure is not None:
                 raise never_recorded(record.failure, self.device_id, lane.handle)
             status, ret = query(handle)
@@ -455,7 +474,7 @@ class DeviceState:
                 await waiter.wait()
         except BaseException:
             self.closed = True
-            self._close_done = anyio.Event()
+            self._close_done = Flag()
             self._stop_quietly()
             self._close_done.set()
             raise
@@ -477,7 +496,7 @@ class DeviceState:
             await self._close_done.wait()
             return
         self.closed = True
-        done = self._close_done = anyio.Event()
+        done = self._close_done = Flag()
         errors: list[BaseException] = []
         try:
             with anyio.CancelScope(shield=True):
@@ -492,7 +511,7 @@ class DeviceState:
                     await _join(worker.thread)
                 # After a death the thread releases what it can (reset_device waits
                 # for work still running) and ends by itself: nobody waits for it.
-                queues = [lane.errors for lane in self._lanes]
+                queues = [lane.errors for lane in list(self._lanes)]
                 errors[:0] = self._take_all([*queues, worker.orphan_errors])
                 self._lanes.clear()
                 if worker.death is not None and not worker.death_reported:

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from ._loop import Waiter
 from ._pyacl.constants import StreamFlag
 
-__all__ = ["EventRecord", "Lane", "Life", "Loan", "Watch"]
+__all__ = ["FORCED_EVENT", "EventRecord", "Lane", "Life", "Loan", "Watch"]
 
+#: Why a wait on, or a query of, an event of a force-closed stream fails.
+FORCED_EVENT = "the event's stream was closed with force=True: its work may be dropped"
 #: How long before its typical time a stream's head point is first looked at.
 _EARLY_S = 50e-6
 #: A point purges abandoned waiters once it holds this many (then twice the survivors).

@@ -32,6 +32,7 @@ __all__ = [
     "EXPIRED",
     "WAKE_BATCH",
     "Delivery",
+    "Flag",
     "Outbox",
     "Ready",
     "Waiter",
@@ -348,3 +349,38 @@ class Outbox:
         """The waiters resolved so far, for ``post``."""
         ready, self._ready = self._ready, {}
         return ready
+
+
+class Flag:
+    """A one-shot event that tasks of any event loop, in any thread, may await (an
+    ``anyio.Event`` belongs to the loop that made it). ``set`` may be called from any
+    thread; cancelling ``wait`` abandons that wait only."""
+
+    __slots__ = ("_lock", "_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._waiters: list[Waiter] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.result = DONE
+            post_to(waiter.delivery, (waiter,))
+
+    async def wait(self) -> None:
+        """Return once ``set`` was called (at once, after a checkpoint, if it was)."""
+        with self._lock:
+            waiter = None if self._set else current_delivery().new_waiter()
+            if waiter is not None:
+                self._waiters.append(waiter)
+        if waiter is None:
+            await anyio.lowlevel.checkpoint()
+        else:
+            await waiter.wait()

@@ -12,7 +12,7 @@ import anyio
 import outcome
 
 from ._errors import never_recorded
-from ._lanes import EventRecord, Lane, Life, Watch
+from ._lanes import FORCED_EVENT, EventRecord, Lane, Life, Watch
 from ._loop import DONE, EXPIRED, Outbox, Waiter
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus, StreamStatus
@@ -76,8 +76,7 @@ class Points:
         elif index < len(watches) and watches[index].seq == record.seq:
             self.park(lane, watches[index], waiter)
         elif lane.life is Life.FORCED:
-            why = "the event's stream was closed with force=True: its work may be dropped"
-            out.put(waiter, outcome.Error(anyio.ClosedResourceError(why)))
+            out.put(waiter, outcome.Error(anyio.ClosedResourceError(FORCED_EVENT)))
         else:
             status, ret = self._rt.query_event_status(event)
             if ret:
@@ -148,9 +147,16 @@ class Points:
         ret = 0
         if force:
             if not lane.borrowed:
+                # Work that already ended is not dropped: an idle stream's failures come
+                # at once (a busy one's come only with its work, which is dropped).
+                status, ret = self._rt.stream_query(lane.handle)
+                if not ret and status == STREAM_COMPLETE:
+                    self.collect(lane)
                 ret = int(self._rt.destroy_stream_force(lane.handle))
-            self._await_loan(lane)  # a lent stream sync may hold the failure
+            # Forced first: a lent stream sync that comes back now (its work dropped)
+            # must not answer its waiters as if the work had run.
             lane.move(Life.FORCED)
+            self._await_loan(lane)
             why = "the stream was closed with force=True: the work this waited for was dropped"
         else:
             self.collect(lane)

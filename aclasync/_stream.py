@@ -57,6 +57,7 @@ class Stream(AsyncResource):
         self._flags = StreamFlag(flags)
         self._priority = priority
         self._closed = False
+        self._forced = False  # a close with force=True began
         state.streams[lane.handle] = self
 
     def __repr__(self) -> str:
@@ -342,12 +343,16 @@ class Stream(AsyncResource):
         the stream or its events raise ``ClosedResourceError``). Idempotent.
 
         Raises the stream's unreported failures (one as itself, several as an
-        ``ExceptionGroup``). The default stream is never destroyed; closing it only
-        marks this object closed. Quiet when the device is closed or broken (the
-        device released the stream). If cancelled while waiting for queued work, the
-        destruction still happens on the worker after that work, and the stream's
-        failures go to the device (raised by its next ``synchronize`` or its close),
-        since the cancel scope would drop them with the cancellation.
+        ``ExceptionGroup``); with ``force``, failures of work that had all ended are
+        still raised, while work still queued or running is dropped with its failures.
+        ``force=True`` while another close waits for the queued work drops that work
+        and reports instead of it (the waiting close then returns quietly). The default
+        stream is never destroyed: closing it waits for its work (unless ``force``),
+        raises its failures and marks this object closed. Quiet when the device is
+        closed or broken (the device released the stream). If cancelled while waiting
+        for queued work, the destruction still happens on the worker after that work,
+        and the stream's failures go to the device (raised by its next ``synchronize``
+        or its close), since the cancel scope would drop them with the cancellation.
         """
         await self._close(force=check_bool(force, "force"), propagating=None)
 
@@ -355,12 +360,21 @@ class Stream(AsyncResource):
         await self._close(force=False, propagating=exc)
 
     async def _close(self, *, force: bool, propagating: BaseException | None) -> None:
-        if self._closed or self.handle == 0:
-            self._closed = True
-            await anyio.lowlevel.checkpoint()
+        state, lane = self._state, self._lane
+        if self._closed:
+            if force and not self._forced and self.handle and not lane.closed:
+                # A close waiting for queued work: this one drops it, and reports.
+                self._forced = True
+                await state.close_stream(lane, force=True, propagating=propagating)
+            else:
+                await anyio.lowlevel.checkpoint()
             return
         self._closed = True
-        await self._state.close_stream(self._lane, force=force, propagating=propagating)
+        self._forced = force
+        if self.handle == 0:
+            await state.close_default(lane, force=force, propagating=propagating)
+        else:
+            await state.close_stream(lane, force=force, propagating=propagating)
 
     # -- helpers ---------------------------------------------------------------------
 

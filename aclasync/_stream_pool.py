@@ -314,8 +314,10 @@ class StreamPool(AsyncResource):
         Queued borrowers get ``anyio.ClosedResourceError`` at once. With ``timeout``
         (seconds), borrowers still holding a stream after that long are cancelled, get
         ``anyio.ClosedResourceError`` saying why, and the streams are force-closed
-        (queued work dropped). Idempotent: a call while another is under way returns
-        when that one is complete. Runs to completion even when cancelled.
+        (queued work dropped). Raises what closing the streams found (failures of
+        work that had ended: one as itself, several as an ``ExceptionGroup``).
+        Idempotent: a call while another is under way returns when that one is
+        complete. Runs to completion even when cancelled.
         """
         timeout = check_timeout(timeout)
         if self._close_done is not None:  # a second caller: wait for the first
@@ -351,12 +353,13 @@ class StreamPool(AsyncResource):
                 for stream in streams:
                     try:
                         await stream.aclose(force=self._forced)
+                    except ExceptionGroup as group:  # a stream's several failures
+                        errors.extend(group.exceptions)
                     except (AclError, anyio.BrokenResourceError) as exc:
                         errors.append(exc)
                 streams.clear()
         self._closed = True
-        if errors:
-            raise errors[0]
+        report(errors)
 
     # -- bookkeeping (synchronous, on the event loop) -----------------------------------
 

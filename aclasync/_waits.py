@@ -10,7 +10,7 @@ import numbers
 import operator
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "check_bool",
@@ -30,9 +30,12 @@ def check_timeout(timeout: object) -> float | None:
         raise TypeError(
             f"timeout must be a number of seconds or None, not {type(timeout).__name__}"
         )
-    seconds = float(timeout)
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an int beyond any float: longer than any wait can last
+        seconds = math.inf if cast(float, timeout) > 0 else -math.inf
     if math.isnan(seconds) or seconds < 0:
-        raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
+        raise ValueError(f"timeout must be >= 0 seconds, got {seconds!r}")
     return None if math.isinf(seconds) else seconds
 
 
@@ -103,7 +106,11 @@ def launch_status(ret: object, result: object, api: str) -> int:
     if not isinstance(ret, bool) and hasattr(type(ret), "__index__"):
         with contextlib.suppress(TypeError):
             return operator.index(ret)  # type: ignore[arg-type]
-    got = f"{type(result).__name__} {result!r}"
+    try:
+        shown = repr(result)
+    except Exception:  # a broken __repr__ must not hide what launch expects
+        shown = object.__repr__(result)
+    got = f"{type(result).__name__} {shown}"
     if is_coroutine(result):
         result.close()  # type: ignore[attr-defined]  # never awaited: say so here, once
         got = "a coroutine (the worker thread never awaits one)"

@@ -221,18 +221,14 @@ class DeviceWorker:
         if lane.open_fence is not None:
             self.watcher.close_fence(lane)
         lane.queue()
-        try:
+        try:  # anything the call or its result raises is the stream's failure, as itself
             result = fn(*args, lane.handle)
-        except Exception as exc:
+            ret = result[-1] if isinstance(result, tuple) and result else result
+            if ret.__class__ is not int:  # pyACL's own calls never get past this test
+                ret = launch_status(ret, result, api or call_name(self.acl, fn))
+        except BaseException as exc:
             self._fail(lane, exc)
             return exc
-        ret = result[-1] if isinstance(result, tuple) and result else result
-        if ret.__class__ is not int:  # pyACL's own calls never get past this test
-            try:
-                ret = launch_status(ret, result, api or call_name(self.acl, fn))
-            except TypeError as exc:
-                self._fail(lane, exc)
-                return exc
         if not ret:
             return None
         error = self.handles.error(ret, api or call_name(self.acl, fn), lane)

@@ -1,0 +1,246 @@
+"""What a hostile but realistic user does to streams, events and devices, and what they
+must see (found by an adversarial review), on every event loop:
+
+- a device closed from two event loops at once: the second close waits for the first;
+- ``aclose(force=True)`` while another close waits for the queued work drops it;
+- a forced close still reports failures of work that had all ended;
+- an event of a force-closed stream is neither waited for nor queried as done;
+- closing the default stream reports its failures (it is not destroyed);
+- whatever a launched call raises, or its result's ``__index__``/``__repr__`` raises,
+  is one failure of its stream: the device goes on;
+- a ``timeout=`` beyond any float waits for ever.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+from frontend_support import Gate, failing_call, opened
+
+import aclasync
+from aclasync.sim import Kernel
+
+pytestmark = pytest.mark.anyio
+
+AICORE = 507015  # ACL_ERROR_RT_AICORE_EXCEPTION
+
+
+@pytest.mark.parametrize("other_loop", ["asyncio", "trio"])
+async def test_a_close_from_another_loop_waits_for_the_first(rt: Any, other_loop: str) -> None:
+    gate = Gate()
+    released = threading.Event()
+    outcomes: dict[str, BaseException | None] = {}
+    dev = await aclasync.open_device(0, backend=rt)
+    stream = await dev.create_stream()
+    stream.launch(dev.acl.sim.launch_kernel, gate.kernel())
+    closing = threading.Event()
+
+    def first_close() -> None:
+        async def close() -> None:
+            closing.set()
+            try:
+                await dev.aclose()
+                outcomes["first"] = None
+            except BaseException as exc:
+                outcomes["first"] = exc
+
+        anyio.run(close, backend=other_loop)
+
+    thread = threading.Thread(target=first_close)
+    thread.start()
+    try:
+        with anyio.fail_after(20):
+            await anyio.to_thread.run_sync(closing.wait)
+            while not dev.closed:  # noqa: ASYNC110 - set by the first close, on another loop
+                await anyio.sleep(0.001)
+            await _second_close(dev, released, outcomes, gate)
+    finally:
+        gate.open()
+        await anyio.to_thread.run_sync(thread.join, 10)
+    assert outcomes == {"first": None, "second released": None}
+
+
+async def _second_close(
+    dev: Any, released: threading.Event, outcomes: dict[str, Any], gate: Gate
+) -> None:
+    """Close *dev* while its first close waits for the gated kernel, then open it."""
+
+    async def second_close() -> None:
+        await dev.aclose()
+        outcomes["second released"] = None if released.is_set() else AssertionError()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(second_close)
+        for _ in range(10):
+            await anyio.lowlevel.checkpoint()
+        released.set()
+        gate.open()
+
+
+async def test_a_forced_close_while_a_close_waits_drops_the_work(rt: Any) -> None:
+    gate = Gate()
+    async with opened(rt) as dev:
+        stream = await dev.create_stream()
+        stream.launch(dev.acl.sim.launch_kernel, gate.kernel())
+        results: dict[str, str] = {}
+
+        async def record(name: str, coro: Any) -> None:
+            try:
+                await coro
+                results[name] = "returned"
+            except anyio.ClosedResourceError:
+                results[name] = "ClosedResourceError"
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(record, "sync", stream.synchronize())
+                tg.start_soon(record, "close", stream.aclose())
+                await anyio.to_thread.run_sync(gate.started.wait, 10)
+                for _ in range(10):
+                    await anyio.lowlevel.checkpoint()
+                await stream.aclose(force=True)
+                results["forced, with the kernel still held"] = str(not gate._event.is_set())
+        finally:
+            gate.open()
+    assert results == {
+        "sync": "ClosedResourceError",
+        "close": "returned",
+        "forced, with the kernel still held": "True",
+    }
+
+
+async def _ended(dev: Any, stream: aclasync.Stream) -> None:
+    """Return once the stream's work has ended, reporting nothing."""
+    query = dev.acl.rt.stream_query
+    while (await dev.call(lambda: query(stream.handle)))[0] != 0:  # noqa: ASYNC110
+        await anyio.sleep(0.001)
+
+
+async def test_a_forced_close_reports_failures_of_work_that_ended(rt: Any) -> None:
+    async with opened(rt) as dev:
+        stream = await dev.create_stream()
+        stream.launch(dev.acl.sim.launch_kernel, Kernel(error=AICORE))
+        await _ended(dev, stream)
+        with pytest.raises(aclasync.AclError) as caught:
+            await stream.aclose(force=True)
+        assert caught.value.code == AICORE
+        await dev.synchronize()  # reported once
+
+
+async def test_a_pool_closed_on_timeout_reports_a_borrowers_ended_failure(rt: Any) -> None:
+    async with opened(rt) as dev:
+        pool = await dev.stream_pool(1)  # opened
+        borrowed = anyio.Event()
+        outcome: list[type[BaseException]] = []
+
+        async def borrower() -> None:
+            try:
+                async with pool.stream() as stream:
+                    stream.launch(dev.acl.sim.launch_kernel, Kernel(error=AICORE))
+                    await _ended(dev, stream)
+                    borrowed.set()
+                    await anyio.sleep_forever()
+            except anyio.ClosedResourceError as exc:
+                outcome.append(type(exc))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(borrower)
+            await borrowed.wait()
+            with pytest.raises(aclasync.AclError) as caught:
+                await pool.aclose(timeout=0.01)
+        assert caught.value.code == AICORE
+        assert outcome == [anyio.ClosedResourceError]
+
+
+async def test_an_event_of_a_force_closed_stream_is_not_reported_done(rt: Any) -> None:
+    gate = Gate()
+    async with opened(rt) as dev:
+        stream = await dev.create_stream()
+        stream.launch(dev.acl.sim.launch_kernel, gate.kernel())
+        event = await stream.record_event()
+        try:
+            assert not await event.query()
+            await stream.aclose(force=True)
+            with pytest.raises(anyio.ClosedResourceError, match="force=True"):
+                await event.query()
+            with pytest.raises(anyio.ClosedResourceError, match="force=True"):
+                await event.synchronize()
+        finally:
+            gate.open()
+        await event.aclose()
+
+
+async def test_closing_the_default_stream_reports_its_failures(rt: Any) -> None:
+    async with opened(rt) as dev:
+        dev.default_stream.launch(failing_call(507002))
+        with pytest.raises(aclasync.AclError) as caught:
+            await dev.default_stream.aclose()
+        assert caught.value.code == 507002
+        await dev.synchronize()  # reported once
+        assert dev.default_stream.closed
+
+    async with opened(rt) as dev:
+        dev.default_stream.launch(failing_call(507002))
+        with pytest.raises(KeyError) as raised:
+            async with dev.default_stream:
+                raise KeyError("the body's own")
+        assert any("507002" in note for note in raised.value.__notes__)
+        await dev.synchronize()
+
+
+class _BrokenIndex:
+    def __index__(self) -> int:
+        raise ValueError("a broken __index__")
+
+
+class _BrokenRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("a broken __repr__")
+
+
+class _Interrupt(BaseException):
+    pass
+
+
+def _raises_base(_stream: int) -> int:
+    raise _Interrupt("a BaseException of the user's")
+
+
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [
+        (lambda _stream: _BrokenIndex(), ValueError),
+        (lambda _stream: _BrokenRepr(), TypeError),
+        (_raises_base, _Interrupt),
+    ],
+    ids=["broken-index", "broken-repr", "base-exception"],
+)
+async def test_whatever_a_launched_call_raises_fails_only_its_stream(
+    rt: Any, fn: Any, expected: type[BaseException]
+) -> None:
+    async with opened(rt) as dev:
+        other = await dev.create_stream()
+        stream = await dev.create_stream()
+        stream.launch(fn)
+        with pytest.raises(expected):
+            await stream.synchronize()
+        other.launch(dev.acl.sim.launch_kernel, Kernel(duration_us=10))
+        await other.synchronize()  # the device goes on
+        await stream.synchronize()  # reported once
+
+
+async def test_a_timeout_beyond_any_float_waits_for_ever(rt: Any) -> None:
+    async with opened(rt) as dev:
+        stream = await dev.create_stream()
+        event = await stream.record_event()
+        huge = 10**400
+        await stream.synchronize(timeout=huge)
+        await event.synchronize(timeout=huge)
+        await dev.synchronize(timeout=huge)
+        with pytest.raises(ValueError, match="timeout must be >= 0"):
+            await stream.synchronize(timeout=-huge)
+        await event.aclose()
