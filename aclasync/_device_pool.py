@@ -24,7 +24,8 @@ class DevicePool:
     pool`` opens every device (as ``open_device`` does) and creates its streams;
     leaving closes the pool (waiting for borrowed streams) and then the devices.
     Borrowers are served strictly in arrival order from one queue, and each grant
-    comes from the least busy device that has a free stream.
+    comes from the least busy device that has a free stream. The pool belongs to the
+    event loop that opened it, as a ``StreamPool`` does.
 
     Parameters
     ----------

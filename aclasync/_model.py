@@ -79,7 +79,8 @@ class Model(AsyncResource):
     stream) are pooled: ``run`` takes a set and gives it back when it ends, however it
     ends, and a new set is made only when all are busy. Without ``pool_size`` the pool
     grows to the peak number of concurrent ``run`` calls; with it, at most
-    ``pool_size`` runs hold a set and the others wait.
+    ``pool_size`` runs hold a set and the others wait. Unlike its ``Device``, a model
+    belongs to the event loop that loaded it: load one per loop.
     """
 
     def __init__(self, device: Device, loaded: Loaded, pool_size: int | None = None) -> None:

@@ -87,6 +87,9 @@ class StreamPool(AsyncResource):
     ``async with`` exit (unless the body already raised). The pool's streams are
     their borrowers' alone: ``Device.synchronize`` waits for them but never raises
     their failures, so a borrower always learns of its own.
+
+    Unlike a ``Device``, a pool belongs to the event loop that opened it (its queue
+    of borrowers is made of that loop's primitives): open one per loop.
     """
 
     def __init__(
