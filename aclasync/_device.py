@@ -192,8 +192,12 @@ class Device(AsyncResource, Generic[AclT]):
         already gives that same ``Stream``. The owner must keep the stream alive
         while aclasync uses it: on the simulator a destroyed, unknown or other device's
         handle raises the runtime's code as an ``AclError`` at the first operation; on
-        CANN it is undefined behaviour. ``TypeError`` for anything but the three forms.
+        CANN it is undefined behaviour. ``TypeError`` for anything but the three forms;
+        ``ValueError`` for another device's ``Stream``, a negative handle or one of 2**64
+        or more.
         """
+        if isinstance(obj, Stream) and obj.device is not self:
+            raise ValueError(f"{obj!r} is a stream of another device than {self!r}")
         handle = stream_handle(obj)
         if handle == 0:
             return self._default_stream

@@ -63,6 +63,9 @@ class DeviceState:
         #: reports its failures: not for a stream a ``Model`` holds for its runs, whose
         #: failures are the runs' own (the device's close still reports what is left).
         self._lanes: dict[Lane, bool] = {self.worker.default_lane: True}
+        #: The lane of each stream handle aclasync wrapped, so that a wrapper made again
+        #: (after the last one was collected) finds its stream's failures.
+        self._adopted: dict[int, Lane] = {}
         #: Calls submitted to the worker so far (any of them may queue stream work).
         self.calls = 0
         #: The ``Stream`` objects of the device's streams by handle (made or wrapped).
@@ -262,7 +265,10 @@ class DeviceState:
         """A stream aclasync did not make, counted among the device's from now on (the
         worker registers it before any later job); never blocks."""
         self.check_open()
-        lane = Lane(handle, borrowed=True)
+        lane = self._adopted.get(handle)
+        if lane is not None and lane in self._lanes:  # wrapped before and not closed
+            return lane
+        lane = self._adopted[handle] = Lane(handle, borrowed=True)
         self.worker.submit(Run(functools.partial(self.worker.handles.adopt, lane)))
         self._lanes[lane] = True
         return lane
@@ -347,7 +353,8 @@ class DeviceState:
         the device: its next ``synchronize`` or its close raises them.
         """
         cancelled = anyio.get_cancelled_exc_class()
-        if errors and isinstance(propagating, cancelled) and not self.gone():
+        # A broken device's close still raises what it holds: so it goes there too.
+        if errors and isinstance(propagating, cancelled) and not self.closed:
             for error in errors:
                 self.worker.orphan(error)
             return

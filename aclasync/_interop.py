@@ -59,6 +59,8 @@ def _handle(value: object, what: str) -> int:
     handle = operator.index(value)  # type: ignore[arg-type]
     if handle < 0:
         raise ValueError(f"{what} must be >= 0, got {handle}")
+    if handle >= 2**64:  # a pointer: pyACL would take its low 64 bits, another handle
+        raise ValueError(f"{what} must be below 2**64, got {handle:#x}")
     return handle
 
 

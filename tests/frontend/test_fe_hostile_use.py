@@ -8,7 +8,9 @@ must see (found by an adversarial review), on every event loop:
 - closing the default stream reports its failures (it is not destroyed);
 - whatever a launched call raises, or its result's ``__index__``/``__repr__`` raises,
   is one failure of its stream: the device goes on;
-- a ``timeout=`` beyond any float waits for ever.
+- a ``timeout=`` beyond any float waits for ever;
+- a worker's death found while a cancelled borrower's stream is taken back is raised
+  by the device's close (the cancel scope swallows the cancellation and its notes).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from frontend_support import Gate, failing_call, opened
+from frontend_support import BreakableAcl, Gate, failing_call, opened
 
 import aclasync
 from aclasync.sim import Kernel
@@ -244,3 +246,39 @@ async def test_a_timeout_beyond_any_float_waits_for_ever(rt: Any) -> None:
         with pytest.raises(ValueError, match="timeout must be >= 0"):
             await stream.synchronize(timeout=-huge)
         await event.aclose()
+
+
+async def test_a_death_found_by_a_cancelled_borrowers_return_is_raised_by_the_close(
+    rt: Any,
+) -> None:
+    acl = BreakableAcl(rt)
+    with anyio.fail_after(20), pytest.raises(aclasync.DeviceBrokenError):
+        await _cancelled_borrower_meets_a_death(acl)
+
+
+async def _cancelled_borrower_meets_a_death(acl: BreakableAcl) -> None:
+    """A borrower is cancelled while its kernel is held; the worker dies while the pool
+    takes the stream back; then the pool and the device close."""
+    gate = Gate()
+    async with aclasync.open_device(0, backend=acl) as dev:
+        pool = await dev.stream_pool(1)
+        scope = anyio.CancelScope()
+
+        async def borrower() -> None:
+            with scope:
+                async with pool.stream() as stream:
+                    stream.launch(dev.acl.sim.launch_kernel, gate.kernel())
+                    await stream.synchronize()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(borrower)
+                await anyio.to_thread.run_sync(gate.started.wait, 10)
+                scope.cancel()  # the pool then takes the stream back, shielded
+                for _ in range(10):
+                    await anyio.lowlevel.checkpoint()
+                acl.armed.set()  # and the worker dies in that wait
+        finally:
+            gate.open()
+        assert scope.cancelled_caught
+        await pool.aclose()

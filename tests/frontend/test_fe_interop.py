@@ -354,3 +354,43 @@ async def _let_go(stream: aclasync.Stream) -> None:
         left.append(exc)
     assert all(error.code in (107000, 107003) for error in left), left
     assert stream.closed
+
+
+async def test_a_wrapper_made_again_finds_its_streams_failure(rt: Any, owner: Owner) -> None:
+    """torch_npu's pattern: a request wraps the stream and lets the wrapper go. The next
+    request's wrapper of the same handle is the same stream: it reports the owner's
+    failure that the first one's abandoned wait saw, and the device keeps one stream
+    for the handle however many requests wrapped it."""
+    import gc
+
+    gate = Gate()
+    async with aclasync.open_device(0, backend=rt) as dev:
+        lanes = len(dev._state._lanes)
+        owner.queue_work(gate.kernel(error=AICORE_EXCEPTION))
+        first = dev.wrap_stream(owner.stream)
+        with anyio.move_on_after(0.05):
+            await first.synchronize()  # abandoned: it consumes nothing
+        del first
+        gate.open()
+        for _ in range(20):
+            gc.collect()
+            await dev.wrap_stream(owner.stream)._drain()  # a wrapper per request
+        with pytest.raises(aclasync.AclError) as caught:
+            await dev.wrap_stream(owner.stream).synchronize()
+        assert caught.value.code == AICORE_EXCEPTION
+        assert len(dev._state._lanes) == lanes + 1
+        await dev.wrap_stream(owner.stream).aclose()
+    owner.finish()
+
+
+async def test_wrap_stream_refuses_another_devices_stream_and_wide_handles(rt: Any) -> None:
+    async with (
+        aclasync.open_device(0, backend=rt) as d0,
+        aclasync.open_device(1, backend=rt) as d1,
+    ):
+        for other in (d1.default_stream, await d1.create_stream()):
+            with pytest.raises(ValueError, match="another device"):
+                d0.wrap_stream(other)
+        for handle in (2**64, 2**64 + 0x80):
+            with pytest.raises(ValueError, match=r"below 2\*\*64"):
+                d0.wrap_stream(handle)
