@@ -27,11 +27,12 @@ END = "<!-- end of surface table -->"
 #: Notes on modelled calls: where the model is partial, or chooses a code the docs leave open.
 NOTES = {
     "acl.init": "a path that names no file: 100003",
-    "acl.finalize": "one call clears the count; again: 100037",
+    "acl.finalize": "one call clears the count (without `init` too); again: 100037",
     "acl.get_soc_name": "the profile's name",
     "acl.app_log": "the `aclasync.sim.app` logger",
     "acl.get_recent_err_msg": "the calling thread's last failed call, then forgotten",
     "acl.create_data_buffer": "a null address with a size: the null handle 0",
+    "acl.get_data_buffer_size": "the low 32 bits (a `uint32`)",
     "acl.data_type_size": "8 for a type ACL does not list, as in C",
     "acl.trans_tensor_desc_format": "(0, 200001), as the newest ACL answers",
     "acl.get_tensor_desc_by_index": "index 0 only (every array has one description)",
@@ -59,7 +60,8 @@ NOTES = {
     "acl.rt.set_stream_failure_mode": "stop-on-failure stops only the failing stream",
     "acl.rt.create_event": "hardware event allocated at creation, not first record",
     "acl.rt.create_event_with_flag": "default profile accepts TIME_LINE only (pyACL's reference)",
-    "acl.rt.process_report": "SystemExit/KeyboardInterrupt re-raised after its batch",
+    "acl.rt.process_report": "a callback's exception: `SystemError` from it after its batch; "
+    "SystemExit/KeyboardInterrupt re-raised",
     "acl.rt.query_event_wait_status": "COMPLETE once every `stream_wait_event` on it was passed",
     "acl.rt.event_get_timestamp": "`time.monotonic()` microseconds of the record's completion",
     "acl.rt.get_event_id": "unique per runtime",

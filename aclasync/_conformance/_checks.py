@@ -252,6 +252,8 @@ def check_callbacks(acl: Any, device: int) -> dict[str, Any]:
                 )
             if reporter.errors:
                 raise CheckFailed(f"process_report gave {[code_text(e) for e in reporter.errors]}")
+            if reporter.exceptions:
+                raise CheckFailed(f"process_report raised {reporter.exceptions!r}")
     return {}
 
 

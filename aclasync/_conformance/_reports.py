@@ -54,6 +54,9 @@ class ReportThread:
         self._thread = threading.Thread(target=self._loop, name="aclasync-report", daemon=True)
         #: Codes ``process_report`` returned other than 0, 507012 and 107012, in order.
         self.errors: list[int] = []
+        #: What ``process_report`` raised (a callback that raised comes out as pyACL's
+        #: ``SystemError``); the loop goes on after each.
+        self.exceptions: list[Exception] = []
 
     def __enter__(self) -> ReportThread:
         self.start()
@@ -98,7 +101,11 @@ class ReportThread:
                 self.errors.append(int(ret))
         process, stop = rt.process_report, self._stop
         while not stop.is_set():
-            ret = process(_SLICE_MS)
+            try:
+                ret = process(_SLICE_MS)
+            except Exception as exc:  # a callback raised: keep serving the others
+                self.exceptions.append(exc)
+                continue
             if ret == 0 or ret == ErrorCode.ACL_ERROR_RT_REPORT_TIMEOUT:
                 continue
             if ret != ErrorCode.ACL_ERROR_RT_THREAD_SUBSCRIBE:  # 107012: no stream yet

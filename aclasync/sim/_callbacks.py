@@ -26,6 +26,10 @@ _REPORT_TIMEOUT = RC.REPORT_TIMEOUT
 
 _Report = tuple[Callable[[Any], Any], Any, Task]
 
+#: CPython's complaint when a C function returns a value with an exception still set,
+#: as pyACL's ``process_report`` does after a callback raised (it leaves the error set).
+_LEFT_SET = "<built-in function process_report> returned a result with an exception set"
+
 
 class _Subscriber:
     __slots__ = ("device_id", "reports", "streams", "wake")
@@ -96,7 +100,12 @@ class ReportHub:
         sub.wake.notify()
 
     def process(self, thread_id: int, timeout_ms: int) -> int:
-        """Run the callbacks reported to *thread_id*; the body of ``process_report``."""
+        """Run the callbacks reported to *thread_id*; the body of ``process_report``.
+
+        The whole batch runs and every blocking callback's stream is let go; then a
+        ``SystemExit`` or ``KeyboardInterrupt`` a callback raised is re-raised, or else
+        the first other exception comes out as the cause of pyACL's ``SystemError``.
+        """
         deadline = timeout_deadline(timeout_ms)
         with self._lock:
             sub = self._subscribers.get(thread_id)
@@ -111,12 +120,16 @@ class ReportHub:
                 sub.wake.wait(remaining)
             batch = list(sub.reports)
             sub.reports.clear()
+        failure: Exception | None = None
         escaping: BaseException | None = None
         for fn, user_data, task in batch:
             try:
                 fn(user_data)
-            except Exception:
-                _log.exception("callback %r raised; the exception is dropped", fn)
+            except Exception as exc:
+                if failure is None:
+                    failure = exc
+                else:
+                    _log.error("callback %r raised %r after another one; dropped", fn, exc)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: after the batch
                 _log.error("callback %r raised %r; re-raised after its batch", fn, exc)
                 escaping = escaping or exc
@@ -126,6 +139,8 @@ class ReportHub:
                         _release(task)
         if escaping is not None:
             raise escaping
+        if failure is not None:
+            raise SystemError(_LEFT_SET) from failure
         return 0
 
 

@@ -58,6 +58,8 @@ class Core:
         self.pending_infos: list[int] = []
         self.objects: dict[int, object] = {}
         self.init_count = 0
+        #: Set by a finalize, cleared by the next first ``init``: a finalize then fails.
+        self.finalized = False
         #: The unmodelled calls this runtime has warned about (``UnmodelledWarning``).
         self.unmodelled_warned: set[str] = set()
         self.host = HostMemory()

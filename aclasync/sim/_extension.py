@@ -38,7 +38,7 @@ class SimExtension(ModelExtension, CallGroup):
                 f"launch_kernel: expected aclasync.sim.Kernel, not {type(kernel).__name__}"
             )
         check_ints("launch_kernel", stream)
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         duration_us, error = kernel.duration_us, kernel.error

@@ -12,7 +12,7 @@ import ctypes
 import os
 import threading
 
-__all__ = ["MAPS_PATH", "host_view", "is_mapped", "page_size"]
+__all__ = ["MAPS_PATH", "forget_mapping", "host_view", "is_mapped", "page_size"]
 
 #: Where the kernel lists the process's mappings.
 MAPS_PATH = "/proc/self/maps"
@@ -100,6 +100,18 @@ def is_mapped(address: int, count: int, *, write: bool) -> bool:
     with _read_lock:
         _cache.mappings = mappings
     return _covers(mappings, address, end, need)
+
+
+def forget_mapping(address: int, size: int) -> None:
+    """Drop the cached maps that touch ``[address, address + size)``: the simulator
+    has just unmapped that memory of its own, and a later mapping (read-only, say) may
+    take its addresses. A copy there then reads the maps afresh.
+
+    No lock: it may run wherever a block is freed, even inside ``is_mapped``.
+    """
+    start = address - address % _PAGE
+    end = address + size
+    _cache.mappings = [m for m in _cache.mappings if m[1] <= start or m[0] >= end]
 
 
 def host_view(address: int, count: int, *, write: bool) -> memoryview | None:

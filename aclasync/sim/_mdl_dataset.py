@@ -49,9 +49,10 @@ class DataBufferCalls:
 
     @parsed("acl.get_data_buffer_size")
     def get_data_buffer_size(self, data_buffer: int, /) -> int:
-        """Deprecated in pyACL in favour of ``get_data_buffer_size_v2``; same answer."""
+        """Deprecated in favour of ``get_data_buffer_size_v2``: the size as a C ``uint32``
+        (its low 32 bits); 0 for a bad handle."""
         found = self._models.buffers.get(data_buffer)
-        return 0 if found is None else found.size
+        return 0 if found is None else found.size & 0xFFFF_FFFF
 
     @parsed("acl.get_data_buffer_size_v2")
     def get_data_buffer_size_v2(self, data_buffer: int, /) -> int:

@@ -3,20 +3,46 @@
 from __future__ import annotations
 
 import bisect
+import ctypes
+import mmap
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ._host import forget_mapping
+
 __all__ = ["DeviceMemory", "HostMemory", "Region", "device_base"]
 
 _DEVICE_BASE = 0x1000_0000_0000
 _DEVICE_SPAN = 0x100_0000_0000  # 1 TiB of address space per device
+#: Blocks from this size on are mapped lazily; smaller ones are heap bytes, quicker to
+#: make and to free.
+_LAZY_MIN = 1 << 20
 
 
 def device_base(device_id: int) -> int:
     """Return the first address of *device_id*'s address range."""
     return _DEVICE_BASE + device_id * _DEVICE_SPAN
+
+
+def _zeroed(size: int) -> memoryview | None:
+    """*size* zero bytes; None if the host cannot give them.
+
+    From ``_LAZY_MIN`` bytes on, an anonymous private mapping: the kernel commits its
+    pages one at a time, as they are first written, so a large block that is barely
+    used costs little host memory. It is unmapped when its last view goes.
+    """
+    try:
+        if size < _LAZY_MIN:
+            return memoryview(bytearray(size))
+        mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    except (MemoryError, OSError):
+        return None
+    address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+    weakref.finalize(mapping, forget_mapping, address, size)
+    return memoryview(mapping)
 
 
 class Region:
@@ -98,14 +124,16 @@ class DeviceMemory:
         return self.base <= address < self.base + _DEVICE_SPAN
 
     def allocate(self, size: int, *, pad: bool = True) -> int | None:
-        """Allocate *size* bytes (rounded up to 32, plus 32 if *pad*); None when out of memory."""
+        """Allocate *size* bytes (rounded up to 32, plus 32 if *pad*); None when out of
+        memory, the device's or the host's."""
         padded = (size + 31) // 32 * 32 + (32 if pad else 0)
         if self.used + padded > self.capacity or self._next + padded > self.base + _DEVICE_SPAN:
             return None
+        view = _zeroed(padded)
+        if view is None:
+            return None
         start = self._next
         self._next = (start + padded + 63) // 64 * 64
-        storage = bytearray(padded)
-        view = memoryview(storage)
         self._table.add(Region(start, padded, lambda: view, pinned=True))
         self.used += padded
         return start
@@ -159,6 +187,8 @@ class HostMemory:
             raw = np.zeros(size + 64, dtype=np.uint8)
         except (MemoryError, ValueError):
             return None
+        if size >= _LAZY_MIN:  # mapped by the allocator, and unmapped when freed
+            weakref.finalize(raw, forget_mapping, raw.ctypes.data, raw.nbytes)
         offset = (-raw.ctypes.data) % 64
         block = raw[offset : offset + size]
         start = int(block.ctypes.data)

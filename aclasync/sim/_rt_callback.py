@@ -42,11 +42,11 @@ class CallbackCalls(CallGroup):
     ) -> int:
         if not callable(fn):
             raise TypeError("parameter must be callable")
+        if block_type not in (0, 1):
+            return RC.INVALID_PARAM
         found, ret = self._own_stream(stream)
         if found is None:
             return ret
-        if block_type not in (0, 1):
-            return RC.INVALID_PARAM
         if found.subscriber is None:
             return RC.STREAM_NO_CB_REG
         reports = self._core.reports

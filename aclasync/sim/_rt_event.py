@@ -100,7 +100,7 @@ class EventCalls(CallGroup):
         check_ints("reset_event", event, stream)
         if event == 0:
             return RC.INVALID_PARAM
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         ev = self._core.event(event)

@@ -53,6 +53,8 @@ class MemoryCalls(CallGroup):
     @parsed("acl.rt.memcpy")
     def memcpy(self, dst: int, dst_max: int, src: int, count: int, kind: int, /) -> int:
         check_ints("memcpy", dst, dst_max, src, count, kind)
+        if count == 0:
+            return RC.OK
         plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
         if plan is None:
             return ret
@@ -67,7 +69,9 @@ class MemoryCalls(CallGroup):
         self, dst: int, dst_max: int, src: int, count: int, kind: int, stream: int, /
     ) -> int:
         check_ints("memcpy_async", dst, dst_max, src, count, kind, stream)
-        _, found, ret = self._resolve_stream(stream)
+        if count == 0:
+            return RC.OK
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
@@ -87,6 +91,8 @@ class MemoryCalls(CallGroup):
     @parsed("acl.rt.memset")
     def memset(self, dev_ptr: int, max_count: int, value: int, count: int, /) -> int:
         check_ints("memset", dev_ptr, max_count, value, count)
+        if count == 0:
+            return RC.OK
         plan, ret = self._plan_fill(dev_ptr, max_count, count)
         if plan is None:
             return ret
@@ -101,7 +107,9 @@ class MemoryCalls(CallGroup):
         self, dev_ptr: int, max_count: int, value: int, count: int, stream: int, /
     ) -> int:
         check_ints("memset_async", dev_ptr, max_count, value, count, stream)
-        _, found, ret = self._resolve_stream(stream)
+        if count == 0:
+            return RC.OK
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         plan, ret = self._plan_fill(dev_ptr, max_count, count)
@@ -126,13 +134,9 @@ class MemoryCalls(CallGroup):
     def _plan_copy(
         self, dst: int, dst_max: int, src: int, count: int, kind: int
     ) -> tuple[tuple[memoryview, memoryview, float, bool] | None, int]:
-        """Validate a copy; return (target view, source view, seconds, pinned) or a code."""
-        ctx = self._core.context
-        if ctx is None:
+        """Validate a copy of *count* > 0 bytes: (target, source, seconds, pinned) or a code."""
+        if self._core.context is None:
             return None, RC.CONTEXT_NULL
-        if count == 0 and dst_max >= 0:
-            empty = memoryview(bytearray())
-            return (empty, empty, 0.0, True), RC.OK
         if dst == 0 or src == 0 or count < 0 or not 0 <= kind <= _MEMCPY_KIND_MAX:
             return None, RC.INVALID_PARAM
         if count > dst_max:
@@ -158,7 +162,7 @@ class MemoryCalls(CallGroup):
     def _plan_fill(
         self, address: int, max_count: int, count: int
     ) -> tuple[tuple[memoryview, float] | None, int]:
-        """Validate a fill; return (target view, seconds) or a code.
+        """Validate a fill of *count* > 0 bytes: (target view, seconds) or a code.
 
         A fill of device memory lasts ``count / d2d_gbps`` (the device writes its own
         memory), one of host memory ``count / h2d_gbps`` (written across the bus).

@@ -51,23 +51,20 @@ class MoreMemoryCalls(CallGroup):
     @parsed("acl.rt.malloc_with_cfg")
     def malloc_with_cfg(self, size: int, policy: int, cfg: dict[str, Any], /) -> tuple[int, int]:
         """``malloc`` with a configuration dict (its attributes are accepted, not modelled)."""
-        if not isinstance(cfg, dict):
-            raise TypeError("pyCfg is not dict!")
+        _check_config(cfg)
         return self._malloc(size)
 
     @parsed("acl.rt.malloc_for_task_scheduler")
     def malloc_for_task_scheduler(
         self, size: int, policy: int, cfg: dict[str, Any], /
     ) -> tuple[int, int]:
-        if not isinstance(cfg, dict):
-            raise TypeError("pyCfg is not dict!")
+        _check_config(cfg)
         return self._malloc(size)
 
     @parsed("acl.rt.malloc_host_with_cfg")
     def malloc_host_with_cfg(self, size: int, cfg: dict[str, Any], /) -> tuple[int, int]:
         """``malloc_host`` with a configuration dict (accepted, not modelled)."""
-        if not isinstance(cfg, dict):
-            raise TypeError("pyCfg is not dict!")
+        _check_config(cfg)
         if size <= 0:
             return 0, RC.INVALID_PARAM
         with self._core.lock:
@@ -171,7 +168,7 @@ class MoreMemoryCalls(CallGroup):
         /,
     ) -> int:
         """Queue a 2-D copy on *stream*; the rows are copied when the task runs."""
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         rows, ret = self._plan_2d(dst, dpitch, src, spitch, width, height, kind)
@@ -273,3 +270,15 @@ class MoreMemoryCalls(CallGroup):
             if core.host_registrations.pop(ptr, None) is not None and device.active:
                 device.memory.unmap_host(entry[1])
         return RC.OK
+
+
+def _check_config(cfg: object) -> None:
+    """Raise the wrappers' TypeError for a malloc config they cannot read.
+
+    It must be a dict, and a non-empty one must have an ``"attrs"`` entry; an empty
+    dict stands for no config.
+    """
+    if not isinstance(cfg, dict):
+        raise TypeError("pyCfg is not dict!")
+    if cfg and "attrs" not in cfg:
+        raise TypeError("the aclrtMallocAttrValue argument is not dict")

@@ -129,7 +129,7 @@ class StreamCalls(CallGroup):
         check_ints("stream_wait_event", stream, event)
         if event == 0:
             return RC.INVALID_PARAM
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         ev = self._core.event(event)
@@ -160,13 +160,13 @@ class StreamCalls(CallGroup):
     @parsed("acl.rt.set_stream_overflow_switch")
     def set_stream_overflow_switch(self, stream: int, flag: int, /) -> int:
         check_ints("set_stream_overflow_switch", stream, flag)
-        if not self._core.profile.overflow_switch_supported:
-            return RC.FEATURE_NOT_SUPPORT
-        _, found, ret = self._resolve_stream(stream)
-        if found is None:
-            return ret
         if flag not in (0, 1):
             return RC.INVALID_PARAM
+        if not self._core.profile.overflow_switch_supported:
+            return RC.FEATURE_NOT_SUPPORT
+        found, ret = self._own_stream(stream)
+        if found is None:
+            return ret
         found.overflow_switch = flag
         return RC.OK
 
@@ -175,7 +175,7 @@ class StreamCalls(CallGroup):
         check_ints("get_stream_overflow_switch", stream)
         if not self._core.profile.overflow_switch_supported:
             return 0, RC.FEATURE_NOT_SUPPORT
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return 0, ret
         return found.overflow_switch, RC.OK
@@ -187,7 +187,7 @@ class StreamCalls(CallGroup):
             return RC.INVALID_PARAM
         if output_size != _OVERFLOW_BUFFER_SIZE:
             return RC.PARAM_INVALID
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         region = self._core.device_region(output_addr)
@@ -204,7 +204,7 @@ class StreamCalls(CallGroup):
     @parsed("acl.rt.reset_overflow_status")
     def reset_overflow_status(self, stream: int, /) -> int:
         check_ints("reset_overflow_status", stream)
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         scope = found.context

@@ -167,14 +167,19 @@ class SimAcl(DataBufferCalls, TensorDescCalls, _AclSurface):
             return RC.INVALID_FILE
         with self._core.lock:
             self._core.init_count += 1
-            return RC.OK if self._core.init_count == 1 else RC.REPEAT_INITIALIZE
+            if self._core.init_count > 1:
+                return RC.REPEAT_INITIALIZE
+            self._core.finalized = False
+            return RC.OK
 
     @parsed("acl.finalize")
     def finalize(self) -> int:
-        """Clear the init count at once; 100037 if not initialised."""
+        """Clear the init count at once, initialised or not; 100037 if already finalized
+        (by ``finalize`` or the last ``finalize_reference``) and not initialised since."""
         with self._core.lock:
-            if self._core.init_count == 0:
+            if self._core.finalized:
                 return RC.REPEAT_FINALIZE
+            self._core.finalized = True
             self._core.init_count = 0
             return RC.OK
 
@@ -185,6 +190,8 @@ class SimAcl(DataBufferCalls, TensorDescCalls, _AclSurface):
             if self._core.init_count == 0:
                 return 0, RC.REPEAT_FINALIZE
             self._core.init_count -= 1
+            if self._core.init_count == 0:
+                self._core.finalized = True
             return self._core.init_count, RC.OK
 
     @parsed("acl.get_version")

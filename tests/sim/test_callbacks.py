@@ -93,18 +93,45 @@ def test_slow_blocking_callback_delays_later_work(dev0, check, stream, loop):
     assert log == ["slow", "after"]
 
 
-def test_callback_exception_is_swallowed(dev0, check, stream, loop):
+LEFT_SET = r"^<built-in function process_report> returned a result with an exception set$"
+
+
+def test_callback_exception_comes_out_of_process_report_as_a_system_error(
+    dev0, check, stream, loop
+):
+    """pyACL returns from process_report with the callback's exception still set, so
+    CPython raises SystemError, caused by it; the rest of the batch has run."""
     log = []
+    error = ValueError("callback bug")
 
     def bad(data):
-        raise ValueError("callback bug")
+        raise error
 
     check(dev0.rt.subscribe_report(loop.ident, stream))
     check(dev0.rt.launch_callback(bad, None, NO_BLOCK, stream))
     check(dev0.rt.launch_callback(record_call(log), "next", NO_BLOCK, stream))
     check(dev0.rt.synchronize_stream(stream))
-    check(loop.call(dev0.rt.process_report, 2000))
+    with pytest.raises(SystemError, match=LEFT_SET) as raised:
+        loop.call(dev0.rt.process_report, 2000)
+    assert raised.value.__cause__ is error
     assert [data for data, _ in log] == ["next"]
+    check(loop.call(dev0.rt.process_report, 60), ErrorCode.ACL_ERROR_RT_REPORT_TIMEOUT)
+
+
+def test_a_raising_blocking_callback_still_lets_its_stream_go(dev0, check, stream, loop):
+    after = []
+
+    def bad(data):
+        raise RuntimeError("blocking callback bug")
+
+    check(dev0.rt.subscribe_report(loop.ident, stream))
+    check(dev0.rt.launch_callback(bad, None, BLOCK, stream))
+    check(dev0.sim.launch_kernel(Kernel(fn=lambda: after.append("kernel")), stream))
+    with pytest.raises(SystemError, match=LEFT_SET) as raised:
+        loop.call(dev0.rt.process_report, 2000)
+    assert isinstance(raised.value.__cause__, RuntimeError)
+    check(dev0.rt.synchronize_stream_with_timeout(stream, 2000), what="the stream goes on")
+    assert after == ["kernel"]
 
 
 def test_launch_callback_needs_a_subscription(dev0, check, stream):
@@ -120,6 +147,14 @@ def test_launch_callback_argument_rules(dev0, check, stream, loop):
         dev0.rt.launch_callback("not callable", None, NO_BLOCK, stream)
     with pytest.raises(TypeError):
         dev0.rt.launch_callback(print, None, stream)
+
+
+def test_launch_callback_checks_the_block_type_before_the_stream(rt, check):
+    invalid = ErrorCode.ACL_ERROR_INVALID_PARAM
+    check(rt.rt.launch_callback(print, None, 2, 0), invalid, "no current context")
+    check(rt.rt.set_device(0))
+    check(rt.rt.launch_callback(print, None, 2, 0x1234), invalid, "unknown stream")
+    check(rt.rt.launch_callback(print, None, 0, 0x1234), ErrorCode.ACL_ERROR_RT_PARAM_INVALID)
 
 
 def test_launch_callback_on_a_stream_of_another_context(dev0, check, stream, loop):

@@ -41,6 +41,19 @@ def test_init_is_ref_counted_and_one_finalize_clears_it(rt, check):
     check(rt.finalize())
 
 
+def test_finalize_refuses_only_after_a_finalize(make_rt, check):
+    """aclFinalize fails once finalized (until an init), not for want of an init."""
+    rt = make_rt()
+    check(rt.finalize(), what="finalize with no init")
+    check(rt.finalize(), ErrorCode.ACL_ERROR_REPEAT_FINALIZE, "finalize again")
+    check(rt.init())
+    check(rt.finalize_reference())
+    check(rt.finalize(), ErrorCode.ACL_ERROR_REPEAT_FINALIZE, "the last reference finalized")
+    fresh = make_rt()
+    check(fresh.finalize_reference(), ErrorCode.ACL_ERROR_REPEAT_FINALIZE, "no reference")
+    check(fresh.finalize(), what="a refused finalize_reference finalizes nothing")
+
+
 def test_runtime_calls_do_not_require_init(rt, check):
     check(rt.rt.set_device(0))
     check(rt.rt.create_stream())

@@ -127,6 +127,14 @@ def test_overflow_switch_defaults_off_and_is_per_stream(dev0, check, stream):
     check(dev0.rt.set_stream_overflow_switch(stream, 2), ErrorCode.ACL_ERROR_INVALID_PARAM)
 
 
+def test_overflow_switch_flag_is_checked_before_the_stream(rt, check):
+    invalid = ErrorCode.ACL_ERROR_INVALID_PARAM
+    check(rt.rt.set_stream_overflow_switch(0, 5), invalid, "no current context")
+    check(rt.rt.set_device(0))
+    check(rt.rt.set_stream_overflow_switch(0x1234, 5), invalid, "unknown stream")
+    check(rt.rt.set_stream_overflow_switch(0x1234, 1), ErrorCode.ACL_ERROR_RT_PARAM_INVALID)
+
+
 def test_no_overflow_status_initially(dev0, check, stream):
     assert read_overflow_status(dev0, check, stream) == 0
 
@@ -204,6 +212,7 @@ def test_overflow_switch_not_supported_on_310b4(make_rt, check):
     unsupported = ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
     check(rt.rt.set_stream_overflow_switch(stream, 1), unsupported)
     check(rt.rt.get_stream_overflow_switch(stream), unsupported)
+    check(rt.rt.set_stream_overflow_switch(stream, 5), ErrorCode.ACL_ERROR_INVALID_PARAM)
 
 
 # -- saturation mode -------------------------------------------------------------------

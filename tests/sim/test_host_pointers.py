@@ -77,6 +77,27 @@ def test_a_range_running_off_the_mapping_is_refused(dev0, check):
         check(dev0.rt.memcpy(dev, 8192, 2**47 - 4096, 8192, H2D), RT_INVALID)
 
 
+@pytest.mark.parametrize("blocks", ["device", "host"])
+def test_a_read_only_mapping_where_a_freed_block_was_is_not_written(dev0, check, blocks):
+    """A large block is a mapping of its own; once freed, its addresses may be mapped
+    again read-only, and the host-pointer check must not trust what it saw before."""
+    size = 8 << 20
+    if blocks == "device":
+        block = check(dev0.rt.malloc(size, 0))
+        backing = dev0.sim.device_array(block, size, np.uint8).ctypes.data
+    else:
+        block = backing = check(dev0.rt.malloc_host(size))
+    source = check(dev0.rt.malloc(64, 0))
+    scratch = np.zeros(64, dtype=np.uint8)
+    check(dev0.rt.memcpy(scratch.ctypes.data, 64, source, 64, D2H))  # reads the maps
+    check(dev0.rt.free(block) if blocks == "device" else dev0.rt.free_host(block))
+    with mmap.mmap(-1, size + mmap.PAGESIZE, prot=mmap.PROT_READ) as page:
+        address = np.frombuffer(page, dtype=np.uint8).ctypes.data
+        if not address <= backing < address + size:
+            pytest.skip("the kernel put the new mapping elsewhere")
+        check(dev0.rt.memcpy(backing, 64, source, 64, D2H), RT_INVALID, "not writable now")
+
+
 def test_malloc_host_blocks_stay_bounds_checked(dev0, check):
     host = check(dev0.rt.malloc_host(64))
     dev = check(dev0.rt.malloc(256, 0))

@@ -473,3 +473,11 @@ def test_data_buffers_and_datasets(rt: Any, check: Callable[..., Any]) -> None:
     assert rt.get_data_buffer_addr(buffer) == 0
     with pytest.raises(TypeError):
         rt.create_data_buffer("0x10", 8)
+
+
+def test_get_data_buffer_size_is_a_uint32(rt: Any, check: Callable[..., Any]) -> None:
+    """``aclGetDataBufferSize`` returns ``uint32_t``: a size of 4 GiB + 5 reads 5."""
+    buffer = rt.create_data_buffer(0x1000, 2**32 + 5)
+    assert rt.get_data_buffer_size(buffer) == 5
+    assert rt.get_data_buffer_size_v2(buffer) == 2**32 + 5
+    check(rt.destroy_data_buffer(buffer))

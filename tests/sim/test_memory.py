@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -106,6 +110,68 @@ def test_out_of_device_memory(make_rt, check):
     check(rt.rt.set_device(0))
     check(rt.rt.malloc(8 << 20, 0), ErrorCode.ACL_ERROR_RT_MEMORY_ALLOCATION)
     check(rt.rt.malloc(1 << 20, 0), what="smaller allocations still fit")
+
+
+BIG = 4 << 30  # fits the simulated 64 GiB device, not necessarily the host
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_large_malloc_costs_host_memory_only_where_touched(dev0, check):
+    before = resident_bytes()
+    dev = check(dev0.rt.malloc(BIG, 0))
+    assert resident_bytes() - before < 256 << 20, "untouched device memory is not host RAM"
+    head, tail = np.full(16, 0x11, np.uint8), np.full(16, 0x22, np.uint8)
+    check(dev0.rt.memcpy(dev, BIG, head.ctypes.data, 16, H2D))
+    check(dev0.rt.memcpy(dev + BIG - 16, 16, tail.ctypes.data, 16, H2D))
+    back = np.zeros((3, 16), np.uint8)
+    for row, offset in enumerate((0, BIG // 2, BIG - 16)):
+        check(dev0.rt.memcpy(back[row].ctypes.data, 16, dev + offset, 16, D2H))
+    assert back.tolist() == [[0x11] * 16, [0] * 16, [0x22] * 16]
+    assert resident_bytes() - before < 256 << 20
+    check(dev0.rt.free(dev))
+
+
+def test_a_large_malloc_host_costs_host_memory_only_where_touched(dev0, check):
+    before = resident_bytes()
+    host = check(dev0.rt.malloc_host(BIG))
+    assert resident_bytes() - before < 256 << 20, "untouched host blocks are not committed"
+    check(dev0.rt.memset(host, BIG, 0x33, 16))
+    check(dev0.rt.memset(host + BIG - 16, 16, 0x44, 16))
+    assert dev0.util.ptr_to_bytes(host, 16) == b"\x33" * 16
+    assert dev0.util.ptr_to_bytes(host + BIG // 2, 16) == bytes(16)
+    assert dev0.util.ptr_to_bytes(host + BIG - 16, 16) == b"\x44" * 16
+    assert resident_bytes() - before < 256 << 20
+    check(dev0.rt.free_host(host))
+
+
+def test_memory_the_host_cannot_give_is_an_allocation_failure():
+    """Under an address-space limit the host refuses 4 GiB: 207001, not MemoryError."""
+    script = textwrap.dedent(
+        """
+        import resource
+        import aclasync.sim
+
+        acl = aclasync.sim.create()
+        acl.rt.set_device(0)
+        with open("/proc/self/statm") as statm:
+            mapped = int(statm.read().split()[0]) * resource.getpagesize()
+        limit = mapped + (1 << 30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        free, total, _ = acl.rt.get_mem_info(1)
+        print(acl.rt.malloc(4 << 30, 0)[1], acl.rt.malloc_host(4 << 30)[1])
+        print(acl.rt.get_mem_info(1)[:2] == (free, total), acl.rt.malloc(2 << 20, 0)[1])
+        acl.sim.close()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["207001", "207001", "True", "0"], "a failure takes nothing"
 
 
 # -- real bytes ------------------------------------------------------------------------
@@ -241,6 +307,26 @@ def test_memcpy_count_rules(dev0, check):
     check(dev0.rt.memcpy(dev, 64, host, 0, H2D), what="count 0")
     check(dev0.rt.memset(dev, 16, 0, 32), INVALID, "memset count > max")
     check(dev0.rt.memset(dev, 64, 0, 0), what="memset count 0")
+
+
+def test_count_zero_succeeds_before_any_other_check(rt, check):
+    """aclrtMemcpy(Async) and aclrtMemset(Async) return success for count 0 first."""
+    no_context = (
+        rt.rt.memcpy(0, 0, 0, 0, H2D),
+        rt.rt.memcpy_async(0, 0, 0, 0, H2D, 0),
+        rt.rt.memset(0, 0, 0, 0),
+        rt.rt.memset_async(0, 0, 0, 0, 0),
+    )
+    assert no_context == (0, 0, 0, 0), "no current context"
+    check(rt.rt.set_device(0))
+    unknown = 0x1234
+    check(rt.rt.memset(0, 0, 0, 0), what="memset of a null address")
+    check(rt.rt.memset_async(0, 0, 0, 0, 0), what="memset_async of a null address")
+    check(rt.rt.memcpy(0, 0, 0, 0, 99), what="null pointers, unknown kind")
+    check(rt.rt.memcpy_async(0, 0, 0, 0, H2D, unknown), what="memcpy_async, unknown stream")
+    check(rt.rt.memset_async(0, 0, 0, 0, unknown), what="memset_async, unknown stream")
+    with pytest.raises(TypeError, match=r"^acl\.rt\.memset args parse failed$"):
+        rt.rt.memset(0, 0, 0, 0.0)  # the wrapper parses its arguments before anything
 
 
 @pytest.mark.parametrize("kind", [8, 100, -1])

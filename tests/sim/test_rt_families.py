@@ -146,6 +146,24 @@ def test_allocation_variants(dev0, check):
     check(dev0.rt.free_host(host))
 
 
+@pytest.mark.parametrize(
+    "call", ["malloc_with_cfg", "malloc_for_task_scheduler", "malloc_host_with_cfg"]
+)
+def test_a_malloc_config_without_attrs_is_refused(dev0, check, call):
+    """A non-empty config must hold "attrs"; an empty one means no config."""
+    allocate = {
+        "malloc_with_cfg": lambda cfg: dev0.rt.malloc_with_cfg(64, 0, cfg),
+        "malloc_for_task_scheduler": lambda cfg: dev0.rt.malloc_for_task_scheduler(64, 0, cfg),
+        "malloc_host_with_cfg": lambda cfg: dev0.rt.malloc_host_with_cfg(64, cfg),
+    }[call]
+    free = dev0.rt.free_host if call == "malloc_host_with_cfg" else dev0.rt.free
+    with pytest.raises(TypeError, match=r"^the aclrtMallocAttrValue argument is not dict$"):
+        allocate({"numAttrs": 1})
+    with pytest.raises(TypeError, match=r"^pyCfg is not dict!$"):
+        allocate(None)
+    check(free(check(allocate({}))))
+
+
 def test_memcpy2d_copies_pitched_rows(dev0, check):
     width, height, spitch, dpitch = 4, 3, 8, 16
     source = np.arange(spitch * height, dtype=np.uint8)

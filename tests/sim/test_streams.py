@@ -9,7 +9,7 @@ import time
 import pytest
 
 from aclasync._pyacl.codes import ErrorCode
-from aclasync._pyacl.constants import MemAttr, StreamFlag, StreamStatus
+from aclasync._pyacl.constants import EventFlag, MemAttr, MemcpyKind, StreamFlag, StreamStatus
 from aclasync.sim import Kernel
 
 MS = 1000  # microseconds per millisecond, for Kernel(duration_us=...)
@@ -52,6 +52,40 @@ def test_destroy_outside_the_streams_context(dev0, check):
     assert check(dev0.rt.stream_query(stream)) == StreamStatus.COMPLETE
     check(dev0.rt.set_context(default))
     check(dev0.rt.destroy_stream(stream))
+
+
+def test_work_on_a_stream_of_another_context_is_refused(make_rt, check):
+    """The runtime refuses a stream outside the current context (107003) for launches
+    and the stream's settings; sync and query work on any context's stream."""
+    dev0 = make_rt(event_with_flag_mask=EventFlag.SYNC | EventFlag.TIME_LINE)  # reset_event
+    check(dev0.rt.set_device(0))
+    default = check(dev0.rt.get_context())
+    dev = check(dev0.rt.malloc(1024, 0))
+    event = check(dev0.rt.create_event_with_flag(EventFlag.SYNC))
+    check(dev0.rt.record_event(event, 0))
+    check(dev0.rt.create_context(0))
+    theirs = check(dev0.rt.create_stream())
+    check(dev0.rt.set_context(default))
+    d2d = MemcpyKind.DEVICE_TO_DEVICE
+    calls = {
+        "memcpy_async": lambda s: dev0.rt.memcpy_async(dev, 512, dev + 512, 64, d2d, s),
+        "memset_async": lambda s: dev0.rt.memset_async(dev, 512, 1, 64, s),
+        "memcpy2d_async": lambda s: dev0.rt.memcpy2d_async(dev, 64, dev + 512, 64, 64, 2, d2d, s),
+        "stream_wait_event": lambda s: dev0.rt.stream_wait_event(s, event),
+        "reset_event": lambda s: dev0.rt.reset_event(event, s),
+        "get_overflow_status": lambda s: dev0.rt.get_overflow_status(dev, 64, s),
+        "reset_overflow_status": lambda s: dev0.rt.reset_overflow_status(s),
+        "set_stream_overflow_switch": lambda s: dev0.rt.set_stream_overflow_switch(s, 1),
+        "get_stream_overflow_switch": lambda s: dev0.rt.get_stream_overflow_switch(s),
+        "sim.launch_kernel": lambda s: dev0.sim.launch_kernel(Kernel(duration_us=1), s),
+    }
+    for name, call in calls.items():
+        check(call(theirs), ErrorCode.ACL_ERROR_RT_STREAM_CONTEXT, name)
+        check(call(0), what=f"{name} on the current context's default stream")
+    assert dev0.rt.get_stream_overflow_switch(theirs) == (0, ErrorCode.ACL_ERROR_RT_STREAM_CONTEXT)
+    check(dev0.rt.synchronize_stream(theirs), what="sync works on any context's stream")
+    assert check(dev0.rt.stream_query(theirs)) == StreamStatus.COMPLETE
+    check(dev0.rt.synchronize_stream(0))
 
 
 def test_destroy_stream_waits_for_queued_work(dev0, check):
