@@ -227,7 +227,7 @@ def create_app(config: ServiceConfig) -> Starlette:
         try:
             payload = json.loads(await request.body())
             n = payload["n"]
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):  # nested too deep: bad too
             return answer(400, {"error": 'expected a JSON object {"n": <int>}'})
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_N:
             return answer(400, {"error": f"n must be an integer in 0..{MAX_N}"})
@@ -456,8 +456,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("devices", "streams"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1")
-    if not (args.kernel_ms >= 0 and args.drain_s >= 0 and math.isfinite(args.drain_s)):
-        parser.error("--kernel-ms and --drain-s must be finite and >= 0")
+    for name in ("kernel_ms", "drain_s", "linger_s"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value >= 0):
+            parser.error(f"--{name.replace('_', '-')} must be finite and >= 0, got {value}")
     backend = "trio" if loop == "trio" else "asyncio"
     options = {"use_uvloop": True} if loop == "uvloop" else {}
     anyio.run(serve, args, backend=backend, backend_options=options)

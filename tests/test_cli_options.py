@@ -103,11 +103,21 @@ def test_trace_output_path_is_checked_before_running(
 
 
 def test_json_and_plot_may_not_name_the_same_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    same = str(tmp_path / "out.png")
+    monkeypatch.chdir(tmp_path)
+    for spelled in (same, "out.png", f"{tmp_path}/../{tmp_path.name}/out.png"):
+        line = usage_error(capsys, ["bench", "--json", same, "--plot", spelled])
+        assert "--json and --plot name the same file" in line
+
+
+def test_a_plot_format_matplotlib_cannot_write_is_refused_before_any_work(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    same = str(tmp_path / "out")
-    line = usage_error(capsys, ["bench", "--json", same, "--plot", same])
-    assert "--json and --plot name the same file" in line
+    line = usage_error(capsys, ["bench", "overhead", "--plot", str(tmp_path / "chart.txt")])
+    assert "--plot cannot write a 'txt' file" in line
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_bench_json_dash_writes_only_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:

@@ -223,3 +223,13 @@ def test_a_closed_pipe_ends_the_run_quietly_with_141(args: tuple[str, ...]) -> N
     assert done.returncode == 141
     lines = done.stderr.splitlines()
     assert not [line for line in lines if "rror" in line or "Traceback" in line], done.stderr
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_ctrl_c_ends_bench_soak_with_its_loops_thread(loop: str) -> None:
+    # Half way, a thread keeps starting event loops of its own that use a device: the
+    # interrupted run must end it (Python waits for it at exit) and close every device.
+    status, err, _ = interrupt_after(
+        "half way", "bench", "soak", "--quick", "--seconds", "4", "--loop", loop
+    )
+    assert_interrupted(status, err)

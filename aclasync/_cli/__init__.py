@@ -31,8 +31,15 @@ if sys.version_info < (3, 11):  # anyio depends on the backport there
 
 from .._errors import AclasyncError
 from .._version import __version__
-from ._common import CliError, message_stream
-from ._loops import GRACE_S, LOOP_CHOICES, arm_watchdog, disarm_watchdog, require_loop
+from ._common import STDOUT, CliError, message_stream
+from ._loops import (
+    GRACE_S,
+    LOOP_CHOICES,
+    arm_watchdog,
+    disarm_watchdog,
+    exit_now,
+    require_loop,
+)
 from ._options import (
     MAX_COUNT,
     check_backend_variable,
@@ -98,7 +105,9 @@ def _failure_status(exc: BaseException, before: set[threading.Thread]) -> int:
     if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
         arm_watchdog()
         _say("aclasync: interrupted")
-        _join_new_threads(before, time.monotonic() + GRACE_S - 0.5)
+        if not _join_new_threads(before, time.monotonic() + GRACE_S - 0.5):
+            # Python would wait for them at exit, past the promised bound: leave now.
+            exit_now(why="clean-up timed out")
         return _INTERRUPTED_STATUS
     if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
         # The reader went away: send what is still buffered nowhere, say nothing.
@@ -109,8 +118,8 @@ def _failure_status(exc: BaseException, before: set[threading.Thread]) -> int:
         return _SIGPIPE_STATUS
     if not all(isinstance(leaf, _EXPECTED) for leaf in leaves) or os.environ.get("ACLASYNC_DEBUG"):
         raise exc  # a bug, or asked for: the whole traceback
-    for leaf in leaves:
-        _say(f"aclasync: error: {_one_line(leaf)}")
+    for line in dict.fromkeys(_one_line(leaf) for leaf in leaves):  # each device's alike
+        _say(f"aclasync: error: {line}")
     codes = [leaf.exit_code for leaf in leaves if isinstance(leaf, CliError)]
     return max(codes, default=1)
 
@@ -122,8 +131,10 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _join_new_threads(before: set[threading.Thread], deadline: float) -> None:
-    """Wait until *deadline* for the aclasync threads started since *before* to end."""
+def _join_new_threads(before: set[threading.Thread], deadline: float) -> bool:
+    """Wait until *deadline* for the aclasync threads started since *before* to end;
+    whether every one that the interpreter would wait for at exit did."""
+    ended = True
     for thread in threading.enumerate():
         if thread in before or thread is threading.current_thread():
             continue
@@ -132,6 +143,8 @@ def _join_new_threads(before: set[threading.Thread], deadline: float) -> None:
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
             _say(f"aclasync: thread {thread.name!r} is still running")
+            ended = ended and thread.daemon
+    return ended
 
 
 def _say(line: str) -> None:
@@ -408,7 +421,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         args.parser.error(
             f"unknown benchmark(s): {', '.join(unknown)}; valid names: {', '.join(BENCHMARKS)}"
         )
-    if args.json is not None and args.json == args.plot:
+    if (
+        args.json not in (None, STDOUT)
+        and args.plot is not None
+        and os.path.realpath(args.json) == os.path.realpath(args.plot)
+    ):
         args.parser.error("--json and --plot name the same file")
     check_fits_in_memory(f"--scale {args.scale:g}", args.scale * BENCH_BYTES_PER_SCALE, args.parser)
     backend = command_backend(args.parser)
@@ -417,8 +434,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         native_runtime()  # no CANN here: one error line before any benchmark starts
     if args.loop != "all":
         require_loop(args.loop)
-    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
-        raise CliError("--plot needs matplotlib: pip install 'aclasync[plot]'")
+    if args.plot is not None:
+        if importlib.util.find_spec("matplotlib") is None:
+            raise CliError("--plot needs matplotlib: pip install 'aclasync[plot]'")
+        from ._bench._plot import check_format
+
+        try:
+            check_format(args.plot)
+        except RuntimeError as exc:
+            args.parser.error(str(exc))
     results: dict[str, Any] = run(
         args.names,
         quick=args.quick,

@@ -28,6 +28,7 @@ __all__ = [
     "LOOP_CHOICES",
     "arm_watchdog",
     "disarm_watchdog",
+    "exit_now",
     "loop_unavailable",
     "require_loop",
     "run_on_loop",
@@ -103,7 +104,7 @@ def arm_watchdog() -> None:
     global _watchdog
     with _watchdog_lock:
         if _watchdog is None:
-            _watchdog = threading.Timer(GRACE_S, _exit_now, kwargs={"why": "clean-up timed out"})
+            _watchdog = threading.Timer(GRACE_S, exit_now, kwargs={"why": "clean-up timed out"})
             _watchdog.daemon = True
             _watchdog.start()
 
@@ -129,7 +130,7 @@ async def _interruptible(fn: Callable[..., Awaitable[_T]], args: tuple[Any, ...]
             task_status.started()
             async for _ in signals:
                 if interrupted:
-                    _exit_now(why="interrupted twice")
+                    exit_now(why="interrupted twice")
                 interrupted = True
                 arm_watchdog()
                 work.cancel()
@@ -151,7 +152,7 @@ async def _interruptible(fn: Callable[..., Awaitable[_T]], args: tuple[Any, ...]
     return result[0]
 
 
-def _exit_now(*, why: str) -> None:
+def exit_now(*, why: str) -> None:
     """Leave at once with status 130, flushing what can be flushed."""
     with contextlib.suppress(OSError, ValueError):
         print(f"aclasync: interrupted ({why})", file=sys.stderr, flush=True)

@@ -214,3 +214,42 @@ def test_sigterm_mid_load_ends_every_request_cleanly(
     assert set(logged) <= {"200", "503"}, logged
     assert "SIGTERM: draining" in log
     assert "Traceback" not in log, log
+
+
+def test_malformed_bodies_are_400s_and_the_service_goes_on(tmp_path: Path) -> None:
+    bodies = [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b'{"m": 1}',
+        b'{"n": "7"}',
+        b'{"n": true}',
+        b'{"n": -1}',
+        b"\xff\xfe",
+        b"[" * 100_000,  # nested beyond the JSON decoder's recursion limit
+    ]
+    with run_server("uvicorn", "asyncio", tmp_path, "--kernel-ms", "1") as server:
+        with httpx.Client(base_url=server.url, timeout=20.0) as http:
+            statuses = [http.post("/infer", content=body).status_code for body in bodies]
+            good = http.post("/infer", json={"n": 7})
+        server.terminate()
+        assert server.wait() == 0
+    assert statuses == [400] * len(bodies), statuses
+    assert good.status_code == 200
+    assert good.json()["result"] == expected(7)
+    assert "Traceback" not in server.log()
+
+
+def test_bad_durations_are_usage_errors(tmp_path: Path) -> None:
+    example = str(ROOT / "examples" / "asgi_service.py")
+    for option in ("--kernel-ms", "--drain-s", "--linger-s"):
+        for value in ("inf", "nan", "-1"):
+            done = subprocess.run(
+                [sys.executable, example, "--port", "0", option, value],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=ROOT,
+            )
+            assert done.returncode == 2, (option, value, done.stderr)
+            assert f"error: {option} must be finite and >= 0" in done.stderr

@@ -67,6 +67,20 @@ def plot(results: dict[str, Any], path: str | os.PathLike[str]) -> None:
         plt.close(figure)
 
 
+def check_format(path: str) -> None:
+    """Raise ``RuntimeError`` unless matplotlib can write *path* (by its suffix; none
+    is PNG): checked before a run, so that a long run is not lost to its last option."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    formats = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    if suffix and suffix not in formats:
+        raise RuntimeError(
+            f"--plot cannot write a {suffix!r} file; the formats are {', '.join(sorted(formats))}"
+        )
+
+
 def build_figure(results: dict[str, Any]) -> Any:
     """Return the matplotlib figure ``plot`` saves (the caller closes it).
 

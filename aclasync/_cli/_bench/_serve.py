@@ -229,13 +229,18 @@ def _load(url: str, concurrency: int, count: int) -> _Sample:
     health: list[float] = []
     stop = threading.Event()
 
+    probe_failures: list[Exception] = []
+
     def probe() -> None:
-        with httpx.Client(timeout=60.0) as http:
-            while not stop.is_set():
-                began = time.perf_counter()
-                http.get(f"{url}/health").raise_for_status()
-                health.append(time.perf_counter() - began)
-                stop.wait(0.01)
+        try:
+            with httpx.Client(timeout=60.0) as http:
+                while not stop.is_set():
+                    began = time.perf_counter()
+                    http.get(f"{url}/health").raise_for_status()
+                    health.append(time.perf_counter() - began)
+                    stop.wait(0.01)
+        except Exception as exc:  # reported by the load below (a Ctrl-C ends it first)
+            probe_failures.append(exc)
 
     prober = threading.Thread(target=probe, name="aclasync-bench-health")
 
@@ -275,6 +280,8 @@ def _load(url: str, concurrency: int, count: int) -> _Sample:
         stop.set()
         if prober.is_alive():
             prober.join()
+    if probe_failures:
+        raise RuntimeError(f"GET /health failed under load: {probe_failures[0]!r}")
     return _Sample(count, seconds, latencies, health)
 
 

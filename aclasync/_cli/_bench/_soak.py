@@ -77,7 +77,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     checks = []
     for loop in cfg.loops:
         cfg.progress(f"soak [{loop}]: {seconds:g} s of mixed load on {DEVICES} devices")
-        row = run_on_loop(loop, _soak, seconds, loop)
+        row = run_on_loop(loop, _soak, seconds, loop, cfg.progress)
         row["loop"] = loop
         rows.append(row)
         growth = row["rss_end_mib"] - row["rss_half_mib"]
@@ -141,7 +141,7 @@ def _rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-async def _soak(seconds: float, loop: str) -> dict[str, Any]:
+async def _soak(seconds: float, loop: str, progress: Callable[[str], None]) -> dict[str, Any]:
     acl = sim.create(device_count=DEVICES)
     before = dict(acl.sim.live_objects())
     errors: Counter[str] = Counter()
@@ -231,12 +231,16 @@ async def _soak(seconds: float, loop: str) -> dict[str, Any]:
                     target=_repeated_loops, args=(loop, devices[0], loops_done, counts, count)
                 )
                 loops.start()
-                await anyio.sleep(seconds / 2)
-                samples["rss_half"] = _rss_mib()
-                await anyio.sleep(seconds / 2)
-                loops_done.set()
-                while loops.is_alive():  # noqa: ASYNC110 - a thread's end is not awaitable
-                    await anyio.sleep(0.005)
+                try:
+                    await anyio.sleep(seconds / 2)
+                    samples["rss_half"] = _rss_mib()
+                    progress(f"soak [{loop}]: half way, RSS {samples['rss_half']:.0f} MiB")
+                    await anyio.sleep(seconds / 2)
+                finally:  # a cancelled run (Ctrl-C) ends the thread too
+                    loops_done.set()
+                with anyio.CancelScope(shield=True):
+                    while loops.is_alive():  # noqa: ASYNC110 - a thread's end is not awaitable
+                        await anyio.sleep(0.005)
                 loops.join()
                 stop.set()
             elapsed = time.perf_counter() - started
@@ -250,11 +254,12 @@ async def _soak(seconds: float, loop: str) -> dict[str, Any]:
             samples["rss_end"] = _rss_mib()
             samples["threads_end"] = threading.active_count()
         finally:
-            for dev in devices:  # raises what cancelled borrowers left to the device
-                try:
-                    await dev.aclose()
-                except Exception as exc:
-                    count(exc)
+            with anyio.CancelScope(shield=True):  # interrupted: close every one all the same
+                for dev in devices:  # raises what cancelled borrowers left to the device
+                    try:
+                        await dev.aclose()
+                    except Exception as exc:
+                        count(exc)
     after = dict(acl.sim.live_objects())
     acl.sim.close()
     left = {k: after.get(k, 0) - before.get(k, 0) for k in {*before, *after}}
