@@ -121,16 +121,9 @@ async def test_run_refuses_a_model_whose_output_shape_is_dynamic(rt: Any, tmp_pa
         outputs=[("y", ((1, 8),), "float32")],
         fn=first,
     )
-    async with (
-        aclasync.open_device(0, backend=rt) as dev,
-        dev.load_model(path) as model,
-        dev.create_stream() as stream,
-    ):
-        before = rt.sim.live_objects()
-        for n in (8, 2):
-            with pytest.raises(ValueError, match="output 'y' has a dynamic shape"):
-                await model.run(stream, np.arange(8, dtype=np.float32), np.array([n], np.int32))
-        assert rt.sim.live_objects() == before
+    x = np.arange(8, dtype=np.float32)
+    runs = [(x, np.array([n], np.int32)) for n in (8, 2)]
+    await _each_run_fails_leaving_nothing(rt, path, runs, ValueError, "output 'y' has a dynamic")
 
 
 async def test_a_buffer_set_that_cannot_be_made_leaves_nothing_behind(
@@ -148,13 +141,22 @@ async def test_a_buffer_set_that_cannot_be_made_leaves_nothing_behind(
         outputs=[("y", (2**36,), "float32")],
         fn=huge,
     )
+    runs = [(np.zeros(4, np.float32),)] * 3
+    await _each_run_fails_leaving_nothing(rt, path, runs, aclasync.AclError, "207001")
+
+
+async def _each_run_fails_leaving_nothing(
+    rt: Any, path: Path, runs: list[tuple[Any, ...]], error: type[Exception], match: str
+) -> None:
+    """Run the model at *path* on each of *runs*: each raises *error*, and the runtime's
+    live objects are as they were before the first."""
     async with (
         aclasync.open_device(0, backend=rt) as dev,
         dev.load_model(path) as model,
         dev.create_stream() as stream,
     ):
         before = rt.sim.live_objects()
-        for _ in range(3):
-            with pytest.raises(aclasync.AclError, match="207001"):
-                await model.run(stream, np.zeros(4, np.float32))
+        for arrays in runs:
+            with pytest.raises(error, match=match):
+                await model.run(stream, *arrays)
         assert rt.sim.live_objects() == before
