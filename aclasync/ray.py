@@ -260,9 +260,16 @@ class NpuActor:
                 device = await stack.enter_async_context(
                     open_device(self._logical_id(), backend=self._backend, options=self._options)
                 )
+                if self._closed_meanwhile():  # close() came while it opened: it waits for this
+                    await stack.aclose()
+                    raise anyio.ClosedResourceError("this actor's device was closed")
                 self._exit_stack, self._device = stack, device
                 self._loop = asyncio.get_running_loop()
         return self._device
+
+    def _closed_meanwhile(self) -> bool:
+        """Whether :meth:`close` was called (read afresh, after an await)."""
+        return self._closed
 
     def _logical_id(self) -> int:
         npus = assigned_npus()
@@ -313,9 +320,15 @@ class NpuActor:
         """Close the device: destroy what it owns, reset it, join its worker.
 
         Idempotent. Errors still unreported by the device are raised here. Runs to
-        completion even when cancelled, as ``Device.aclose`` does.
+        completion even when cancelled, as ``Device.aclose`` does. A first
+        :meth:`device` still opening is waited for (it then closes what it opened and
+        raises ``anyio.ClosedResourceError``).
         """
         self._closed = True
+        if self._opening is not None and self._opening.locked():
+            with anyio.CancelScope(shield=True):  # an open under way closes what it made
+                async with self._opening:
+                    pass
         stack, self._exit_stack = self._exit_stack, None
         self._device = None
         if stack is not None:
@@ -326,8 +339,9 @@ class NpuActor:
     def __ray_shutdown__(self) -> None:
         # Ray calls this on the actor's main thread when the actor exits gracefully,
         # after its pending tasks and with its event loop stopped: run the close there.
-        loop = self._loop
-        if self._exit_stack is None or loop is None or loop.is_closed():
+        # (Also after an __init__ that raised: then nothing was set, nothing opened.)
+        loop = getattr(self, "_loop", None)
+        if getattr(self, "_exit_stack", None) is None or loop is None or loop.is_closed():
             return
         if loop.is_running():
             asyncio.run_coroutine_threadsafe(self.close(), loop).result(timeout=60)

@@ -216,10 +216,12 @@ class Classifier(NpuActor):
     async def __call__(self, request: Request) -> JSONResponse:
         try:
             x = np.asarray((await request.json())["x"], dtype=np.float32)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
             return JSONResponse({"error": 'expected {"x": [numbers]}'}, status_code=400)
         if x.shape != (FEATURES,):
             return JSONResponse({"error": f"x must hold {FEATURES} numbers"}, status_code=400)
+        if not np.isfinite(x).all():  # NaN, or beyond float32: no score to answer with
+            return JSONResponse({"error": "x must hold finite float32 numbers"}, status_code=400)
         tenant = serve.get_multiplexed_model_id()
         if tenant and tenant not in TENANTS:
             return JSONResponse({"error": f"no tenant {tenant!r}"}, status_code=404)

@@ -129,6 +129,9 @@ def test_unknown_tenants_and_bad_input_are_client_errors(deployed: Deployed) -> 
         assert client.post(deployed.url, json={"x": x}, headers=tenant).status_code == 404
         assert client.post(deployed.url, json={"x": x[:3]}).status_code == 400
         assert client.post(deployed.url, content=b"not json").status_code == 400
+        huge = ("[" + ", ".join(["1" + "0" * 400] + ["0"] * (len(x) - 1)) + "]").encode()
+        for body in (b'{"x": ' + huge + b"}", b'{"x": [NaN' + b", 0" * (len(x) - 1) + b"]}"):
+            assert client.post(deployed.url, content=body).status_code == 400, body[:40]
 
 
 def test_a_replica_killed_mid_load_is_replaced_and_a_retrying_client_gets_all(
