@@ -10,6 +10,11 @@ __all__ = ["WorkerOptions"]
 
 #: The default of the removed ``waiting_thread`` option: anything else was passed.
 _GONE = object()
+#: pyACL's timeouts are C ``int32_t`` milliseconds.
+_MAX_SLICE_MS = 2**31 - 1
+#: Polls sleep with ``threading.Lock.acquire(timeout=...)``: an hour is plenty below
+#: its limit (``threading.TIMEOUT_MAX``) and far beyond any sensible poll.
+_MAX_POLL_US = 3600e6
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -74,11 +79,19 @@ class WorkerOptions:
             )
         if isinstance(self.wait_slice_ms, bool) or not isinstance(self.wait_slice_ms, int):
             raise TypeError("wait_slice_ms must be an int (milliseconds)")
-        if self.wait_slice_ms < 1:
-            raise ValueError(f"wait_slice_ms must be >= 1, got {self.wait_slice_ms}")
-        for name in ("busy_poll_us", "fast_sync_poll_us"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 1 <= self.wait_slice_ms <= _MAX_SLICE_MS:  # pyACL's timeouts are int32 ms
+            raise ValueError(
+                f"wait_slice_ms must be from 1 to {_MAX_SLICE_MS}, got {self.wait_slice_ms}"
+            )
+        for name in ("busy_poll_us", "fast_sync_poll_us", "busy_window_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        for name in ("busy_poll_us", "fast_sync_poll_us"):  # sleeps: threading's limit
+            if not 0 < getattr(self, name) <= _MAX_POLL_US:
+                raise ValueError(
+                    f"{name} must be > 0 and <= {_MAX_POLL_US:g}, got {getattr(self, name)!r}"
+                )
         for name in ("inline_fast_sync", "inline_default_sync"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool")
@@ -87,8 +100,11 @@ class WorkerOptions:
         if self.cpu == "loop":
             if not hasattr(os, "sched_setaffinity"):
                 raise ValueError("cpu='loop' needs os.sched_setaffinity (Linux)")
-        elif self.cpu is not None and self.cpu not in os.sched_getaffinity(0):
-            raise ValueError(f"cpu {self.cpu!r} is not available to this process")
+        elif self.cpu is not None:
+            if isinstance(self.cpu, bool) or not isinstance(self.cpu, int):
+                raise TypeError(f"cpu must be an int, 'loop' or None, got {self.cpu!r}")
+            if self.cpu not in os.sched_getaffinity(0):
+                raise ValueError(f"cpu {self.cpu!r} is not available to this process")
 
     def resolve_cpu(self) -> int | None:
         """The CPU to pin the worker to; for ``"loop"``, pin the calling thread too."""

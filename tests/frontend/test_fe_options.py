@@ -25,6 +25,14 @@ pytestmark = pytest.mark.anyio
         ({"busy_window_ms": -1}, ValueError),
         ({"inline_fast_sync": 1}, TypeError),
         ({"cpu": 10_000}, ValueError),
+        # Accepted once, then the worker died at its first wait:
+        ({"wait_slice_ms": 2**31}, ValueError),  # pyACL's int32 milliseconds
+        ({"busy_poll_us": float("inf")}, ValueError),  # beyond a lock's timeout
+        ({"busy_poll_us": 1e17}, ValueError),
+        ({"fast_sync_poll_us": float("inf")}, ValueError),
+        ({"cpu": 0.0}, TypeError),  # 0.0 in sched_getaffinity() is True
+        ({"cpu": True}, TypeError),
+        ({"busy_poll_us": True}, TypeError),
     ],
 )
 def test_bad_options_are_refused(kwargs: dict[str, Any], error: type[Exception]) -> None:
