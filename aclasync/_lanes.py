@@ -26,11 +26,13 @@ _PURGE_FLOOR = 16
 
 class Life(enum.Enum):
     """``STOPPED``: ``FailureMode.STOP`` tripped, later calls are refused (107023);
+    ``REFUSED``: and one refusal was reported (the others are not: one report);
     ``FORCED``: closed with ``destroy_stream_force``, queued work may not have run."""
 
     __hash__ = object.__hash__  # by identity, in C: every move looks its state up
     OPEN = 1
     STOPPED = 2
+    REFUSED = 5
     CLOSED = 3
     FORCED = 4
 
@@ -52,7 +54,8 @@ class Loan(enum.Enum):
 
 _MOVES: dict[enum.Enum, frozenset[enum.Enum]] = {
     Life.OPEN: frozenset({Life.STOPPED, Life.CLOSED, Life.FORCED}),
-    Life.STOPPED: frozenset({Life.CLOSED, Life.FORCED}),
+    Life.STOPPED: frozenset({Life.REFUSED, Life.CLOSED, Life.FORCED}),
+    Life.REFUSED: frozenset({Life.CLOSED, Life.FORCED}),
     Life.CLOSED: frozenset(),
     Life.FORCED: frozenset(),
     Loan.FREE: frozenset({Loan.EVENT, Loan.STREAM, Loan.POLLED}),

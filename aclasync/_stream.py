@@ -15,7 +15,7 @@ from ._buffers import DeviceBuffer, HostBuffer
 from ._errors import AclError, raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
-from ._lanes import Lane
+from ._lanes import Lane, Life
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
 from ._waits import check_bool, check_plain_callable, check_timeout
@@ -377,6 +377,10 @@ class Stream(AsyncResource):
             await state.close_stream(lane, force=force, propagating=propagating)
 
     # -- helpers ---------------------------------------------------------------------
+
+    def _stopped(self) -> bool:
+        """Whether ``FailureMode.STOP`` tripped: the stream refuses all work for good."""
+        return self._lane.life is Life.STOPPED or self._lane.life is Life.REFUSED
 
     def _settled(self) -> bool:
         """Known idle with nothing to report (see ``DeviceState.settled``)."""

@@ -260,8 +260,8 @@ class StreamPool(AsyncResource):
         happens meanwhile (a backend fault included), the stream stops counting as lent
         and the pool goes on with it, its replacement, or one stream fewer.
         """
-        if self._forced or stream._settled():  # settled: synced, nothing queued since
-            self._put_back(stream)
+        if self._forced or (stream._settled() and not stream._stopped()):
+            self._put_back(stream)  # settled: synced, nothing queued since
             return []
         failures: list[BaseException] = []
         keep: Stream | None = None
@@ -269,7 +269,8 @@ class StreamPool(AsyncResource):
             with anyio.CancelScope(shield=True):
                 try:
                     await stream.synchronize()
-                    keep = stream
+                    # A stopped stream (its cause already reported) refuses all work.
+                    keep = await self._replace(stream, failures) if stream._stopped() else stream
                 except AclError as exc:
                     failures = [exc, *stream._state.take_failures(stream._lane)]
                     keep = await self._replace(stream, failures)

@@ -233,17 +233,20 @@ class DeviceWorker:
             return None
         error = self.handles.error(ret, api or call_name(self.acl, fn), lane)
         if ret == STREAM_ABORT:
-            # A stopped stream refuses every later call: one report, after its cause.
-            if lane.life is Life.STOPPED:
+            # A stopped stream refuses every later call: one report, after its cause
+            # (whether or not a sync has seen the stop since).
+            if lane.life is Life.REFUSED:
                 return error
             self._stopped(lane)
+            lane.move(Life.REFUSED)
         self._fail(lane, error)
         return error
 
     def _stopped(self, lane: Lane) -> None:
         """*lane* refused a call (107023): collect the failure that stopped it first."""
-        self.watcher.collect(lane)
-        if lane.life is not Life.STOPPED:
+        if lane.life is Life.OPEN:
+            self.watcher.collect(lane)
+        if lane.life is Life.OPEN:
             lane.move(Life.STOPPED)
 
     def call_now(self, fn: Callable[[], Any], waiter: Waiter | None) -> None:
@@ -293,7 +296,7 @@ class DeviceWorker:
         try:
             event = self.handles.record(lane, timing)
         except AclError as exc:
-            if exc.code == STREAM_ABORT and lane.life is not Life.STOPPED:
+            if exc.code == STREAM_ABORT:
                 self._stopped(lane)
             raise
         lane.queue()

@@ -26,8 +26,11 @@ LEGAL_LIVES = {
     (Life.OPEN, Life.STOPPED),
     (Life.OPEN, Life.CLOSED),
     (Life.OPEN, Life.FORCED),
+    (Life.STOPPED, Life.REFUSED),
     (Life.STOPPED, Life.CLOSED),
     (Life.STOPPED, Life.FORCED),
+    (Life.REFUSED, Life.CLOSED),
+    (Life.REFUSED, Life.FORCED),
 }
 
 
@@ -41,6 +44,7 @@ def _lane_in(state: Life | Loan) -> Lane:
         Loan.BACK: [Loan.STREAM, Loan.HELD, Loan.BACK],
         Loan.POLLED: [Loan.POLLED],
         Life.STOPPED: [Life.STOPPED],
+        Life.REFUSED: [Life.STOPPED, Life.REFUSED],
         Life.CLOSED: [Life.CLOSED],
         Life.FORCED: [Life.FORCED],
     }

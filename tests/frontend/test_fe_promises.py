@@ -136,6 +136,44 @@ async def test_a_stopped_stream_reports_its_cause_before_the_refusals(
 
 
 @pytestmark_async
+async def test_work_a_stopped_stream_refuses_after_a_quiet_sync_is_still_reported(
+    rt: Any,
+) -> None:
+    """The cause is reported, a sync sees only the stop (107023: nothing to report),
+    then a launch is refused: that refusal is reported, once, by the next await."""
+    ran: list[int] = []
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            s = await _stopped_stream(dev)
+            assert _code(await _raised(s.synchronize)) == AICORE_EXCEPTION
+            assert await _raised(s.synchronize) is None  # quiet: nothing queued since
+            s.launch(rt.sim.launch_kernel, Kernel(fn=lambda: ran.append(1)))
+            assert _code(await _raised(s.synchronize)) == STREAM_ABORT
+            s.launch(rt.sim.launch_kernel, Kernel(fn=lambda: ran.append(1)))
+            assert await _raised(s.synchronize) is None  # reported once, not once each
+            await s.aclose()
+    assert ran == []
+
+
+@pytestmark_async
+async def test_a_pool_replaces_a_stream_that_stopped(rt: Any) -> None:
+    """A borrower stops its pool stream and catches the cause itself; the next
+    borrower gets a stream that runs its work."""
+    ran: list[int] = []
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+            async with pool.stream() as s:
+                await s.set_failure_mode(FailureMode.STOP)
+                s.launch(rt.sim.launch_kernel, Kernel(error=AICORE_EXCEPTION))
+                assert _code(await _raised(s.synchronize)) == AICORE_EXCEPTION
+            async with pool.stream() as s:
+                s.launch(rt.sim.launch_kernel, Kernel(fn=lambda: ran.append(1)))
+                await s.synchronize()
+            assert pool.statistics().replaced == 1
+    assert ran == [1]
+
+
+@pytestmark_async
 async def test_device_synchronize_waits_for_the_rest_when_a_stream_is_force_closed(
     rt: Any,
 ) -> None:
