@@ -103,6 +103,10 @@ class Watch:
             self._limit = max(_PURGE_FLOOR, 2 * len(waiters))
         waiters.append(waiter)
 
+    def forsaken(self) -> bool:
+        """Whether every waiter of the point gave up (was cancelled): none to answer."""
+        return not any(not waiter.abandoned for waiter in self.waiters)
+
     def pending(self, now: float) -> None:
         """A poll found the point not reached at *now*."""
         if self.since:
@@ -154,6 +158,11 @@ class Lane:
     @property
     def closed(self) -> bool:
         return self.life is Life.CLOSED or self.life is Life.FORCED
+
+    def forsaken(self) -> bool:
+        """Whether nobody waits for any of its points any more: not worth a look (its
+        points are resolved when a wait comes, or at its close)."""
+        return not any(not w.abandoned for point in self.watches for w in point.waiters)
 
     def move(self, to: Life | Loan) -> None:
         """Move ``life`` or ``loan`` to *to*; only the moves in ``_MOVES`` are legal."""

@@ -91,7 +91,7 @@ class Watcher:
             self.flush()
         waiter.seen = True
         launches = lane.launches  # the worker is the one that counts: it waits here
-        ret = self.wait_tail(lane, jobs_came)
+        ret = self.wait_tail(lane, lambda: jobs_came() or waiter.abandoned)
         if is_timeout(ret):
             return False
         with self.lock:
@@ -125,6 +125,8 @@ class Watcher:
         with self.lock:
             waiter.seen = True
             watches, points = lane.watches, self._points
+            if waiter.abandoned:
+                return  # cancelled before a look: nobody to answer
             if lane.closed:  # closing concurrently: nothing more will run on it
                 points.out.put(waiter, DONE)
             elif watches and watches[-1].fence and watches[-1].launches == lane.launches:
@@ -218,6 +220,8 @@ class Watcher:
         head = lane.watches[0] if lane.watches else None
         if head is None or not head.fence or head.event or not self._may_wait_inline(lane):
             return None
+        if lane.forsaken():  # every wait was cancelled: nothing to wait for
+            return None
         lane.move(Loan.STREAM)
         return Lent(lane, head, by_stream=True)
 
@@ -233,7 +237,7 @@ class Watcher:
     def wait_inline(self, lent: Lent, interrupted: Callable[[], bool]) -> None:
         """Wait for a point the round lent the worker; if cut short (no slices left, or
         ``interrupted()``), the next round lends it."""
-        ret = self.wait_tail(lent.lane, interrupted)
+        ret = self.wait_tail(lent.lane, lambda: interrupted() or lent.point.forsaken())
         with self.lock:
             self.returned(lent, ret)
             ready = self._points.out.take()
@@ -244,8 +248,11 @@ class Watcher:
         return bool(self._watched())
 
     def _watched(self) -> list[Lane]:
-        """The streams waited for that no loan is out on: the worker's to look at."""
-        return [lane for lane in list(self._points.waiting) if lane.loan not in _LENT]
+        """The streams waited for that no loan is out on: the worker's to look at (not
+        those whose every wait was cancelled: a FAST_SYNC one would be polled for as
+        long as its work runs, for nobody)."""
+        waiting = list(self._points.waiting)
+        return [lane for lane in waiting if lane.loan not in _LENT and not lane.forsaken()]
 
     def take_ready(self) -> Ready:
         """The waiters resolved so far, to post."""
@@ -299,7 +306,7 @@ class Watcher:
         """The oldest stream's head point: an open fence as a stream sync (the runtime
         waits in the stream's mode and returns its failure), else by its event."""
         for lane in self._points.waiting:
-            if lane.loan is Loan.FREE and lane.watches:
+            if lane.loan is Loan.FREE and lane.watches and not lane.forsaken():
                 head = lane.watches[0]
                 by_stream = head.fence and not head.event
                 lane.move(Loan.STREAM if by_stream else Loan.EVENT)

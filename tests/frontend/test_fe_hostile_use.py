@@ -10,7 +10,9 @@ must see (found by an adversarial review), on every event loop:
   is one failure of its stream: the device goes on;
 - a ``timeout=`` beyond any float waits for ever;
 - a worker's death found while a cancelled borrower's stream is taken back is raised
-  by the device's close (the cancel scope swallows the cancellation and its notes).
+  by the device's close (the cancel scope swallows the cancellation and its notes);
+- a cancelled wait stops the device looking for its stream's work (a FAST_SYNC stream
+  was polled, at a quarter of a core, for as long as its kernel ran).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from frontend_support import BreakableAcl, Gate, failing_call, opened
+from frontend_support import BreakableAcl, Gate, RecordingAcl, failing_call, opened
 
 import aclasync
+from aclasync import StreamFlag
 from aclasync.sim import Kernel
 
 pytestmark = pytest.mark.anyio
@@ -282,3 +285,29 @@ async def _cancelled_borrower_meets_a_death(acl: BreakableAcl) -> None:
             gate.open()
         assert scope.cancelled_caught
         await pool.aclose()
+
+
+_LOOKS = ("synchronize_stream_with_timeout", "stream_query", "query_event_status")
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["worker-waits", "waiting-thread"])
+async def test_a_cancelled_fast_sync_wait_stops_the_polling(rt: Any, inline: bool) -> None:
+    acl = RecordingAcl(rt)
+    gate = Gate()
+    options = aclasync.WorkerOptions(inline_fast_sync=inline)
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=acl, options=options) as dev:
+            stream = await dev.create_stream(flags=StreamFlag.FAST_SYNC)
+            stream.launch(dev.acl.sim.launch_kernel, gate.kernel())
+            try:
+                with anyio.move_on_after(0.05):
+                    await stream.synchronize()
+                await anyio.sleep(0.15)  # a lent wait's slice (100 ms) ends meanwhile
+                before = sum(len(acl.named(name)) for name in _LOOKS)
+                await anyio.sleep(0.3)  # about 300 looks, 1 ms apart, if it went on
+                looks = sum(len(acl.named(name)) for name in _LOOKS) - before
+            finally:
+                gate.open()
+            await stream.synchronize()  # a new wait is answered
+            await stream.aclose()
+    assert looks <= 1, looks  # before: ~300 (the worker), 3 (the waiting thread)

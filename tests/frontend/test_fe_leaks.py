@@ -112,20 +112,23 @@ async def test_a_dead_worker_releases_the_device_and_raises_fresh_errors(rt: Any
         _ = buffer.ptr
 
 
+class _BreaksMakingEvents(BreakableAcl):
+    """Once armed, ``create_event`` raises: the worker dies making the events it keeps
+    ready, a job no waiter waits for."""
+
+    _BREAKING = frozenset({"create_event"})
+
+
 async def test_a_death_nobody_saw_is_raised_by_the_close(rt: Any) -> None:
-    acl = BreakableAcl(rt)
-    gate = Gate()
+    acl = _BreaksMakingEvents(rt)
 
     async def die_unseen() -> None:
         async with aclasync.open_device(0, backend=acl) as dev:
             s = await dev.create_stream()
-            s.launch(dev.acl.sim.launch_kernel, gate.kernel())
-            with anyio.CancelScope() as scope:
-                scope.deadline = anyio.current_time() + 0.05
-                await s.synchronize()  # abandoned: the death is not reported here
-            acl.armed.set()  # the device dies at its next look at the fence
+            acl.armed.set()
+            with pytest.raises(anyio.WouldBlock):
+                s.record_event_nowait()  # none ready yet: the worker makes some, and dies
             assert await anyio.to_thread.run_sync(acl.broke.wait, 5.0)
-            gate.open()  # (its death releases the device: reset_device waits for work)
             await anyio.to_thread.run_sync(dev.worker_thread.join, 5)
             assert not dev.worker_thread.is_alive()
 
