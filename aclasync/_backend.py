@@ -83,14 +83,17 @@ def resolve_backend(backend: object) -> tuple[AclBackend, str]:
             ) from exc.__cause__
     if isinstance(backend, str):
         raise ValueError(f"unknown backend {backend!r}; expected 'sim', 'native' or None")
+    missing = _missing_calls(backend)
+    if missing:
+        raise TypeError(f"backend {type(backend).__name__!r} does not look like pyACL: {missing}")
+    return cast("AclBackend", backend), type(backend).__name__
+
+
+def _missing_calls(backend: object) -> str:
+    """What of pyACL's surface aclasync needs *backend* lacks ("" if nothing)."""
     rt = getattr(backend, "rt", None)
     missing = [name for name in _REQUIRED_RT if not callable(getattr(rt, name, None))]
-    if missing:
-        raise TypeError(
-            f"backend {type(backend).__name__!r} does not look like pyACL: "
-            f"missing acl.rt.{', acl.rt.'.join(missing)}"
-        )
-    return cast("AclBackend", backend), type(backend).__name__
+    return f"missing acl.rt.{', acl.rt.'.join(missing)}" if missing else ""
 
 
 def is_aclasync_simulator(module: object) -> bool:
@@ -112,8 +115,12 @@ def is_aclasync_simulator(module: object) -> bool:
 
 def _native() -> AclBackend:
     try:
-        return cast("AclBackend", importlib.import_module("acl"))
-    except ImportError as exc:
-        error = BackendUnavailableError(f"`import acl` failed ({exc})")
-        error.__cause__ = exc
-        raise error from exc
+        module = importlib.import_module("acl")
+    except Exception as exc:  # an ImportError, or whatever a broken install raises
+        detail = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
+        raise BackendUnavailableError(f"`import acl` failed ({detail})") from exc
+    missing = _missing_calls(module)
+    if missing:
+        where = getattr(module, "__file__", None) or "?"
+        raise BackendUnavailableError(f"the `acl` module ({where}) is not pyACL: {missing}")
+    return cast("AclBackend", module)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["STDOUT", "CliError", "message_stream", "write_text"]
+__all__ = ["STDOUT", "CliError", "message_stream", "pyacl_call", "write_text"]
 
 #: The output path that means standard output.
 STDOUT = "-"
@@ -45,3 +45,29 @@ def write_text(path: str, text: str) -> str:
 def message_stream(path: str | None) -> TextIO:
     """Where a subcommand's human-readable report goes: stderr if stdout carries data."""
     return sys.stderr if path == STDOUT else sys.stdout
+
+
+def pyacl_call(acl: Any, name: str, *args: Any, size: int = 2) -> Any:
+    """Call ``acl.<name>(*args)`` and check the shape of its result: a *size*-tuple
+    ending in an ``int`` status, as pyACL's calls return (*size* 0: any result).
+
+    Raises
+    ------
+    CliError
+        Saying so, if the call is missing or its result is not shaped as pyACL's: a
+        module that is not pyACL is one error line, not a traceback.
+    """
+    target = acl
+    for part in name.split("."):
+        target = getattr(target, part, None)
+    if not callable(target):
+        raise CliError(f"the acl module has no acl.{name}: is it pyACL?")
+    result = target(*args)
+    if size and not (
+        isinstance(result, tuple) and len(result) == size and isinstance(result[-1], int)
+    ):
+        raise CliError(
+            f"acl.{name}() returned {result!r}, not the {size}-tuple ending in a status "
+            "that pyACL returns: is the acl module pyACL?"
+        )
+    return result

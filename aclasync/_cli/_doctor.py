@@ -27,7 +27,7 @@ from .._conformance import FAIL, PASS, SKIP, probe_limits, run_checks
 from .._pyacl.codes import code_name
 from .._pyacl.constants import MemAttr, RunMode
 from .._version import __version__
-from ._common import write_text
+from ._common import CliError, pyacl_call, write_text
 from ._info import choose_backend
 
 __all__ = ["collect_report", "format_report", "run_doctor"]
@@ -87,7 +87,10 @@ def collect_report(
     try:
         progress("doctor: asking the runtime what it has")
         report["runtime"] = _runtime(acl)
-        count = report["runtime"].get("device_count") or 0
+        count = report["runtime"]["device_count"]
+        if count is None:
+            failed = report["runtime"]["device_count_error"]
+            raise CliError(f"acl.rt.get_device_count failed with {failed}: no device to check")
         if not 0 <= device < count:
             raise ValueError(f"--device {device}: the runtime has {count} device(s)")
         progress(f"doctor: creating streams and events on device {device} until refused")
@@ -115,11 +118,13 @@ def _strict(acl: Any) -> bool:
 def _runtime(acl: Any) -> dict[str, Any]:
     """Version, SoC, devices, memory and run mode, each as the runtime reports it."""
     info: dict[str, Any] = {}
-    *version, ret = acl.get_version()
+    *version, ret = pyacl_call(acl, "get_version", size=4)
     info["acl_version"] = ".".join(str(n) for n in version) if ret == 0 else None
-    info["soc"] = acl.get_soc_name()
-    count, ret = acl.rt.get_device_count()
+    info["soc"] = pyacl_call(acl, "get_soc_name", size=0)
+    count, ret = pyacl_call(acl, "rt.get_device_count")
     info["device_count"] = int(count) if ret == 0 else None
+    if ret:
+        info["device_count_error"] = f"{ret} ({code_name(ret)})"
     memory = []
     for device in range(info["device_count"] or 0):
         if acl.rt.set_device(device):
@@ -127,9 +132,9 @@ def _runtime(acl: Any) -> dict[str, Any]:
             continue
         try:
             if device == 0:
-                mode, ret = acl.rt.get_run_mode()
+                mode, ret = pyacl_call(acl, "rt.get_run_mode")
                 info["run_mode"] = _run_mode(mode) if ret == 0 else f"error {ret}"
-            free, total, ret = acl.rt.get_mem_info(int(MemAttr.HBM_MEM))
+            free, total, ret = pyacl_call(acl, "rt.get_mem_info", int(MemAttr.HBM_MEM), size=3)
             memory.append(
                 {"device": device, "free": free, "total": total}
                 if ret == 0

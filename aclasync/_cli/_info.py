@@ -11,7 +11,7 @@ from .._backend import ENV_VAR, backend_from_env, is_aclasync_simulator, resolve
 from .._errors import raise_for_status
 from .._pyacl.constants import RunMode
 from .._version import __version__
-from ._common import CliError
+from ._common import CliError, pyacl_call
 
 __all__ = ["choose_backend", "collect_info", "format_info", "run_info"]
 
@@ -33,8 +33,9 @@ def choose_backend(requested: str | None) -> tuple[str, str]:
         return env, f"from ${ENV_VAR}"
     try:
         importlib.import_module("acl")
-    except ImportError as exc:
-        return "sim", f"`import acl` failed ({exc}), so the simulator"
+    except Exception as exc:  # an ImportError, or whatever a broken install raises
+        detail = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
+        return "sim", f"`import acl` failed ({detail}), so the simulator"
     return "native", "`import acl` works"
 
 
@@ -54,11 +55,11 @@ def collect_info(requested: str | None) -> dict[str, Any]:
     acl, _ = resolve_backend(name)
     initialised = acl.init() == 0
     try:
-        count, ret = acl.rt.get_device_count()
+        count, ret = pyacl_call(acl, "rt.get_device_count")
         raise_for_status(ret, "acl.rt.get_device_count")
-        mode, ret = acl.rt.get_run_mode()
+        mode, ret = pyacl_call(acl, "rt.get_run_mode")
         raise_for_status(ret, "acl.rt.get_run_mode")
-        soc = acl.get_soc_name()
+        soc = pyacl_call(acl, "get_soc_name", size=0)
     finally:
         # Only undo our own init: a runtime someone else initialised stays initialised.
         if initialised:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._backend import ENV_VAR, backend_from_env
-from ._common import STDOUT, CliError
+from ._common import STDOUT, CliError, pyacl_call
 
 __all__ = [
     "MAX_COUNT",
@@ -162,7 +162,7 @@ def native_runtime() -> tuple[object, int]:
     from .._backend import resolve_backend
 
     acl, _ = resolve_backend("native")
-    count, ret = acl.rt.get_device_count()
+    count, ret = pyacl_call(acl, "rt.get_device_count")
     if ret or count < 1:
         raise CliError(
             f"{ENV_VAR}=native: acl.rt.get_device_count() gave ({count}, {ret}): "

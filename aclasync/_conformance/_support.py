@@ -210,8 +210,12 @@ def new_stream(acl: Any, flags: int = 0) -> Iterator[int]:
     ok(ret, f"acl.rt.create_stream_with_config(0, {flags})")
     try:
         yield int(stream)
-    finally:
-        acl.rt.destroy_stream(stream)
+    except BaseException:
+        # The check failed: work it queued may never end (a callback never delivered),
+        # and destroy_stream would wait for it.
+        acl.rt.destroy_stream_force(stream)
+        raise
+    acl.rt.destroy_stream(stream)
 
 
 @contextlib.contextmanager

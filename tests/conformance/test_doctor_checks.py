@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,19 @@ def test_callbacks_fail_when_one_runs_on_the_wrong_thread(strict: Any) -> None:
 
     acl = Faulty(strict, rt_launch_callback=inline_when_subscribed)
     _fails(acl, "callbacks", "on the subscribed thread")
+
+
+@pytest.mark.usefixtures("impatient")
+def test_callbacks_fail_and_end_when_they_are_never_delivered(strict: Any) -> None:
+    """The blocking callback holds the stream for ever: its cleanup must not wait."""
+
+    def nothing_reported(timeout: int) -> int:
+        time.sleep(min(timeout, 100) / 1000)
+        return 507012  # ACL_ERROR_RT_REPORT_TIMEOUT
+
+    acl = Faulty(strict, rt_process_report=nothing_reported)
+    _fails(acl, "callbacks", "after a blocking callback", "507046")
+    assert strict.rt.get_device_count() == (2, 0)  # and the runtime is still usable
 
 
 def test_default_sync_fails_when_synchronize_does_not_wait(strict: Any) -> None:

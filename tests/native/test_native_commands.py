@@ -163,3 +163,46 @@ def _model_file(folder: Path) -> Path:
     }
     path.write_text(json.dumps(spec))
     return path
+
+
+#: ``acl`` packages a broken install could give: each must be one error line, exit 1.
+_BROKEN_ACL = {
+    "import-raises": 'raise KeyError("a driver table entry")\n',
+    "not-pyacl": "VERSION = 1\n",
+    "wrong-shapes": (
+        "from types import SimpleNamespace\n"
+        "import aclasync.sim\n"
+        "_real = aclasync.sim.create(strict=True)\n"
+        "rt = SimpleNamespace(**{k: getattr(_real.rt, k) for k in dir(_real.rt)\n"
+        "                        if not k.startswith('__')})\n"
+        "rt.get_device_count = lambda: 8  # a bare int, where pyACL gives (count, ret)\n"
+        "mdl, util = _real.mdl, _real.util\n"
+        "get_soc_name, init, finalize = _real.get_soc_name, _real.init, _real.finalize\n"
+        "get_version = lambda: '8.0'\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(_BROKEN_ACL))
+@pytest.mark.parametrize("command", [["info"], ["doctor"], ["demo", "--items", "4"]])
+def test_a_broken_acl_module_is_one_error_line(
+    tmp_path: Path, broken: str, command: list[str]
+) -> None:
+    package = tmp_path / "fake" / "acl"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_BROKEN_ACL[broken])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACLASYNC_", "ASCEND_RT_"))}
+    env.update(PYTHONPATH=str(tmp_path / "fake"), ACLASYNC_BACKEND="native")
+    done = subprocess.run(
+        [sys.executable, "-m", "aclasync", *command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    errors = [line for line in done.stderr.splitlines() if line.startswith("aclasync: error:")]
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(errors) == 1, done.stderr
