@@ -51,11 +51,15 @@ class DescCalls:
 
     @parsed("acl.mdl.get_desc")
     def get_desc(self, model_desc: int, model_id: int, /) -> int:
-        """Fill *model_desc* from a loaded model: 145003 if *model_id* is not loaded."""
+        """Fill *model_desc* from a loaded model: 145003 if *model_id* is not loaded.
+
+        The description is cleared first, as ACL does: a failed call leaves it empty.
+        """
         models = self._models
         desc = models.descs.get(model_desc)
         if desc is None:
             return _INVALID_PARAM
+        desc.clear()
         model = models.models.get(model_id)
         if model is None:
             return _MODEL_ID_INVALID

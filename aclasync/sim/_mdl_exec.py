@@ -8,6 +8,11 @@ shapes come from the model's mode: declared (static), the dataset's gear (batch,
 size, dims) or the input dataset's tensor descriptions (dynamic shape). After a
 dynamic-shape model runs, each output buffer of the output dataset gets a fresh tensor
 description holding the output's real shape, as ACL's dynamic-shape execution does.
+
+A synchronous execution gives output buffers without memory (address 0) device memory,
+as ACL's ``ModelExecute`` does (``hicann/ge`` ``model.cpp``; the asynchronous path does
+not): the output's size before the run (``allocate_outputs``), or, for a dynamic-shape
+output of unknown size, its real size after it (``adopt_outputs``). The caller frees it.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from .._pyacl.codes import ErrorCode
 from ._core import Core
 from ._mdl_spec import ModelSpec
 from ._mdl_state import Dataset, ModelRegistry, TensorDesc
+from ._rt_memory import allocate_device_memory
 
-__all__ = ["Plan", "body", "plan"]
+__all__ = ["Plan", "adopt_outputs", "allocate_outputs", "body", "plan"]
 
 _log = logging.getLogger("aclasync.sim")
 
+_OK = 0
 _INVALID_PARAM = int(ErrorCode.ACL_ERROR_INVALID_PARAM)
 _GE_PARAM_INVALID = int(ErrorCode.ACL_ERROR_GE_PARAM_INVALID)
 _MODEL_ID_INVALID = int(ErrorCode.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID)
@@ -46,20 +53,88 @@ class Plan:
     inputs: list[memoryview]
     outputs: list[memoryview]
     output_dataset: int
+    #: Output index -> data buffer, for the outputs given memory after the run (their
+    #: view is empty); ``kept`` receives the bytes the run produced for them.
+    held: dict[int, int] = dataclasses.field(default_factory=dict)
+    kept: dict[int, bytes] = dataclasses.field(default_factory=dict)
+
+
+def allocate_outputs(
+    core: Core, models: ModelRegistry, model_id: int, input: int, output: int
+) -> int:
+    """Before a synchronous run: device memory of the model's output size for each output
+    buffer without any (none for a size of 0, which the run decides).
+
+    ACL looks at the datasets first (100000 for a null one) and, when some buffer needs
+    memory, at the model's outputs: 100000 if the model is not loaded or has fewer
+    outputs than the dataset has buffers. The memory stays with the buffer even if the
+    execution then fails, as in ACL.
+    """
+    with models.lock:
+        ins = models.datasets.get(input)
+        outs = models.datasets.get(output)
+        if ins is None or outs is None:
+            return _INVALID_PARAM
+        empty = _unallocated(models, outs)
+        if not empty:
+            return _OK
+        model = models.models.get(model_id)
+        if model is None or len(model.spec.outputs) < len(outs.buffers):
+            return _INVALID_PARAM
+        for position, handle in empty.items():
+            size = model.spec.output_nbytes(position)
+            if size > 0:
+                address, ret = allocate_device_memory(core, size)
+                if ret != _OK:
+                    return ret
+                buffer = models.buffers[handle]
+                buffer.addr, buffer.size = address, size
+    return _OK
+
+
+def adopt_outputs(core: Core, models: ModelRegistry, plan: Plan) -> int:
+    """After a synchronous run: give each held output buffer device memory of the real
+    size, holding what the model produced (ACL's ``aclrtMalloc`` and copy)."""
+    with models.lock:
+        for position, handle in plan.held.items():
+            buffer = models.buffers.get(handle)
+            data = plan.kept.get(position)
+            if buffer is None or data is None:  # destroyed meanwhile
+                continue
+            address, ret = allocate_device_memory(core, len(data))
+            if ret != _OK:
+                return ret
+            region = core.device_region(address)
+            view = None if region is None else region.view(address, len(data))
+            if view is not None:
+                view[:] = data
+            buffer.addr, buffer.size = address, len(data)
+    return _OK
 
 
 def plan(
-    core: Core, models: ModelRegistry, model_id: int, input: int, output: int
+    core: Core,
+    models: ModelRegistry,
+    model_id: int,
+    input: int,
+    output: int,
+    *,
+    synchronous: bool = False,
 ) -> tuple[Plan | None, int]:
-    """Check the datasets against the model; capture the memory each tensor uses."""
+    """Check the datasets against the model; capture the memory each tensor uses.
+
+    A null dataset is 100000 before an unknown model id (145003), as in ACL. In a
+    *synchronous* run of a dynamic-shape model, output buffers still without memory
+    are held for ``adopt_outputs``.
+    """
     with models.lock:
         model = models.models.get(model_id)
         ins = models.datasets.get(input)
         outs = models.datasets.get(output)
-        if model is None:
-            return None, _MODEL_ID_INVALID
         if ins is None or outs is None:
             return None, _INVALID_PARAM
+        if model is None:
+            return None, _MODEL_ID_INVALID
         spec = model.spec
         if len(ins.buffers) != len(spec.all_inputs()) or len(outs.buffers) != len(spec.outputs):
             return None, _GE_PARAM_INVALID
@@ -85,10 +160,11 @@ def plan(
             if out_shapes is not None
             else None
         )
-        out_views = _views(core, models, outs, out_sizes, exact=False)
+        held = _unallocated(models, outs) if synchronous and spec.mode == "shape" else {}
+        out_views = _views(core, models, outs, out_sizes, exact=False, held=held)
     if in_views is None or out_views is None:
         return None, _GE_PARAM_INVALID
-    return Plan(spec, in_shapes, out_shapes, in_views, out_views, output), 0
+    return Plan(spec, in_shapes, out_shapes, in_views, out_views, output, held), _OK
 
 
 def body(plan: Plan, models: ModelRegistry, fail: Callable[[int], None]) -> Callable[[], None]:
@@ -122,11 +198,14 @@ def body(plan: Plan, models: ModelRegistry, fail: Callable[[int], None]) -> Call
                 elif not tensor.fits(value.shape):
                     raise ValueError(f"output {tensor.name!r}: shape {value.shape} not allowed")
                 value = value.astype(tensor.dtype, casting="same_kind", copy=False)
-                if value.nbytes > len(view):
+                if index in plan.held:
+                    plan.kept[index] = value.tobytes()
+                elif value.nbytes > len(view):
                     raise ValueError(
                         f"output {tensor.name!r}: {value.nbytes} bytes, the buffer has {len(view)}"
                     )
-                np.frombuffer(view, dtype=tensor.dtype, count=value.size)[:] = value.reshape(-1)
+                else:
+                    np.frombuffer(view, dtype=tensor.dtype, count=value.size)[:] = value.reshape(-1)
                 written.append((int(tensor.data_type), list(value.shape)))
             if plan.output_shapes is None:
                 _describe_outputs(models, plan.output_dataset, written)
@@ -163,11 +242,16 @@ def _views(
     sizes: list[int] | None,
     *,
     exact: bool,
+    held: dict[int, int] | None = None,
 ) -> list[memoryview] | None:
-    """Device views of the dataset's buffers (``sizes`` bytes each, or whole buffers)."""
+    """Device views of the dataset's buffers (``sizes`` bytes each, or whole buffers);
+    an empty view at the positions *held* (given memory after the run)."""
     views = []
     handles = dataset.buffers if sizes is None else dataset.buffers[: len(sizes)]
     for position, handle in enumerate(handles):
+        if held and position in held:
+            views.append(memoryview(b""))
+            continue
         buffer = models.buffers.get(handle)
         if buffer is None:
             return None
@@ -180,6 +264,15 @@ def _views(
             return None
         views.append(view)
     return views
+
+
+def _unallocated(models: ModelRegistry, dataset: Dataset) -> dict[int, int]:
+    """Position -> handle of the dataset's data buffers without memory (address 0)."""
+    return {
+        position: handle
+        for position, handle in enumerate(dataset.buffers)
+        if (buffer := models.buffers.get(handle)) is not None and buffer.addr == 0
+    }
 
 
 def _describe_outputs(

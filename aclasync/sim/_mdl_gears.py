@@ -4,16 +4,20 @@ Each call writes the gear's values into the device buffer at *index* of the inpu
 dataset (the ``ascend_mbatch_shape_data`` input: ``uint64`` values, or ``uint32`` when
 the buffer is too small for them), records the gear for executions with that dataset
 and makes it the model's current gear (what ``get_cur_output_dims`` reports). Codes and
-their order follow ``hicann/ge`` (``model.cpp`` and ``model_om2.cpp``, ``*Impl``):
+their order follow ``hicann/ge`` (``model.cpp`` ``*Impl`` and ``ge_executor.cc``
+``GeExecutor::SetDynamicBatchSize`` / ``SetDynamicImageSize`` / ``SetDynamicDims``):
 
 1. a null or unknown dataset, a zero batch, height, width or ``dimCount``, a buffer
    index the dataset lacks or a buffer without an address: 100000;
-2. ``set_input_dynamic_dims``: a ``dimCount`` other than the number of dims of all
-   inputs, or a model without dynamic dims in them: 100000;
+2. batch and image size: a buffer smaller than 4 bytes per value: 145012
+   (ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID), before the model is looked at;
 3. a model id not loaded: 145003 (ACL_ERROR_GE_EXEC_MODEL_ID_INVALID);
-4. a model of another dynamic mode, or a gear it does not offer: 145013
+4. ``set_input_dynamic_dims`` (GE's ``GetCurDynamicDims``): a ``dimCount`` other than
+   the number of dims of all inputs (a model built without gears has none), or a fixed
+   dimension given another value: 145012;
+5. a model of another dynamic mode, or a gear it does not offer: 145013
    (ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID);
-5. a buffer smaller than 4 bytes per value: 145012 (ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID).
+6. ``set_input_dynamic_dims``: a buffer smaller than 4 bytes per dynamic value: 145012.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 from .._pyacl.codes import ErrorCode
 from ._args import parsed
 from ._core import Core
+from ._mdl_spec import ModelSpec
 from ._mdl_state import ModelRegistry
 
 __all__ = ["GearCalls", "dims_argument"]
@@ -43,28 +48,45 @@ def dims_argument(value: Any) -> list[int]:
     """The dims a ``{"name", "dimCount", "dims"}`` dict carries, read as pyACL's wrapper does.
 
     Raises what the wrapper raises: ``TypeError`` for a non-dict, a ``"dims"`` that is
-    not a list, or fewer ``int`` dims than ``"dimCount"`` says; ``RuntimeError`` for a
-    ``"name"`` that is not a ``str``; ``ValueError`` for a dim past 64 bits.
+    not a list, or a missing or non-``int`` dim among the first ``"dimCount"``;
+    ``RuntimeError`` for a ``"name"`` (even ``None``) that is not a ``str``; ``ValueError``
+    for a dim past 64 bits. A ``"dimCount"`` that is no ``size_t`` (missing, not an
+    ``int``, negative or past 64 bits) leaves ``PyLong_AsSize_t``'s error pending and
+    the count at ``SIZE_MAX``: the first dim, if it is an ``int``, then trips the dims
+    loop's error check, ``ValueError("PyLong_AsLongLong failed")``.
     """
     if not isinstance(value, dict):
         raise TypeError("argument 4 is not dict")
-    name = value.get("name")
-    if name is not None and not isinstance(name, str):
+    count = value.get("dimCount")
+    size: int | None = count if isinstance(count, int) and 0 <= count <= _U64 else None
+    if "name" in value and not isinstance(value["name"], str):
         raise RuntimeError("PyUnicode_AsUTF8String failed")
     dims = value.get("dims")
     if not isinstance(dims, list):
         raise TypeError("The dims of parameter 4 is not a list.")
-    count = value.get("dimCount")
-    if not isinstance(count, int) or not 0 <= count <= len(dims):
-        raise TypeError(_NOT_INTS)
     result = []
-    for item in dims[:count]:
+    for position in range(_U64 if size is None else size):  # None: SIZE_MAX, error pending
+        item = dims[position] if position < len(dims) else None
         if not isinstance(item, int):
             raise TypeError(_NOT_INTS)
-        if not _I64[0] <= item <= _I64[1]:
+        if size is None or not _I64[0] <= item <= _I64[1]:
             raise ValueError("PyLong_AsLongLong failed")
         result.append(int(item))
     return result
+
+
+def _dynamic_dims(spec: ModelSpec, values: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+    """GE's ``GetCurDynamicDims``: the values at the ``-1`` of all inputs' dims, or a code.
+
+    The inputs' order is recorded by ATC with the gears, so a model without gears has
+    no dims to match and every ``dimCount`` is wrong.
+    """
+    flat = [d for t in spec.inputs for d in t.shape] if spec.dynamic else []
+    if len(values) != len(flat):
+        return (), _INPUT_LENGTH_INVALID
+    if any(d >= 0 and v & _U64 != d for v, d in zip(values, flat, strict=True)):
+        return (), _INPUT_LENGTH_INVALID  # "Static dims should be same"
+    return tuple(v & _U64 for v, d in zip(values, flat, strict=True) if d < 0), _OK
 
 
 class GearCalls:
@@ -107,26 +129,22 @@ class GearCalls:
         models = self._models
         with models.lock:
             found = models.datasets.get(dataset)
-            if found is None or not values or 0 in values:
+            if found is None or not values or (mode != "dims" and 0 in values):
                 return _INVALID_PARAM
             buffer = (
                 models.buffers.get(found.buffers[index]) if index < len(found.buffers) else None
             )
             if buffer is None or buffer.addr == 0:
                 return _INVALID_PARAM
+            if mode != "dims" and buffer.size < 4 * len(values):
+                return _INPUT_LENGTH_INVALID
             model = models.models.get(model_id)
-            if mode == "dims":
-                if model is None:
-                    return _MODEL_ID_INVALID
-                shapes = [t.shape for t in model.spec.inputs]
-                if len(values) != sum(len(s) for s in shapes):
-                    return _INVALID_PARAM
-                flat_shape = [d for s in shapes for d in s]
-                values = tuple(v & _U64 for v, d in zip(values, flat_shape, strict=True) if d == -1)
-                if not values:
-                    return _INVALID_PARAM  # a model without dynamic dims
             if model is None:
                 return _MODEL_ID_INVALID
+            if mode == "dims":
+                values, ret = _dynamic_dims(model.spec, values)
+                if ret != _OK:
+                    return ret
             if model.spec.mode != mode or values not in model.spec.gears:
                 return _GEAR_INVALID
             if buffer.size < 4 * len(values):

@@ -23,7 +23,7 @@ from ._calls import CallGroup
 from ._core import Core, wait_for_tasks
 from ._mdl_dataset import DatasetCalls
 from ._mdl_desc import DescCalls
-from ._mdl_exec import body, plan
+from ._mdl_exec import adopt_outputs, allocate_outputs, body, plan
 from ._mdl_file import importable_name, read_document, spec_document
 from ._mdl_gears import GearCalls
 from ._mdl_spec import ModelSpec, SpecError, build_spec
@@ -92,8 +92,8 @@ class Mdl(CallGroup, DescCalls, DatasetCalls, GearCalls, _MdlSurface):
 
     @parsed("acl.mdl.get_desc_from_file")
     def get_desc_from_file(self, model_desc: int, model_path: str, /) -> int:
-        """Fill *model_desc* from a spec file without loading it."""
-        if model_desc not in self._models.descs:
+        """Fill *model_desc* from a spec file without loading it (cleared first, as in ACL)."""
+        if not self._clear_desc(model_desc):
             return _INVALID_PARAM
         spec = self._models.registrations.get(os.path.realpath(model_path))
         if spec is None:
@@ -107,13 +107,26 @@ class Mdl(CallGroup, DescCalls, DatasetCalls, GearCalls, _MdlSurface):
 
     @parsed("acl.mdl.get_desc_from_mem")
     def get_desc_from_mem(self, model_desc: int, model: int, model_size: int, /) -> int:
-        """Fill *model_desc* from a spec file's bytes in host memory, without loading it."""
+        """Fill *model_desc* from a spec file's bytes in host memory, without loading it.
+
+        Once the arguments pass ACL's null and zero checks the description is cleared,
+        so a failure leaves it empty.
+        """
         if model_desc not in self._models.descs or model == 0 or model_size == 0:
             return _INVALID_PARAM
+        self._clear_desc(model_desc)
         data = self._host_bytes(model, model_size)
         if data is None:
             return _INVALID_PARAM
         return self._describe(model_desc, data)
+
+    def _clear_desc(self, model_desc: int) -> bool:
+        """Empty *model_desc* (``aclmdlDesc::Clear``); False if there is no such description."""
+        desc = self._models.descs.get(model_desc)
+        if desc is None:
+            return False
+        desc.clear()
+        return True
 
     def _host_bytes(self, address: int, size: int) -> bytes | None:
         with self._core.lock:
@@ -148,11 +161,20 @@ class Mdl(CallGroup, DescCalls, DatasetCalls, GearCalls, _MdlSurface):
 
     @parsed("acl.mdl.execute")
     def execute(self, model_id: int, input: int, output: int, /) -> int:
-        """Run the model and wait for it (on the current context's default stream)."""
+        """Run the model and wait for it (on the current context's default stream).
+
+        Output buffers without memory (``create_data_buffer(0, 0)``) get device memory,
+        as ACL's synchronous execution gives them: the output's size, or a dynamic-shape
+        output's real size; the buffer then holds its address and size, and the caller
+        frees it with ``acl.rt.free``.
+        """
         _, stream, ret = self._resolve_stream(0)
         if stream is None:
             return ret
-        planned, ret = plan(self._core, self._models, model_id, input, output)
+        ret = allocate_outputs(self._core, self._models, model_id, input, output)
+        if ret != _OK:
+            return ret
+        planned, ret = plan(self._core, self._models, model_id, input, output, synchronous=True)
         if planned is None:
             return ret
         failure: list[int] = []
@@ -162,7 +184,9 @@ class Mdl(CallGroup, DescCalls, DatasetCalls, GearCalls, _MdlSurface):
         if ret != _OK:
             return ret
         wait_for_tasks(self._core, [task], None)
-        return failure[0] if failure else _OK
+        if failure:
+            return failure[0]
+        return adopt_outputs(self._core, self._models, planned)
 
     @parsed("acl.mdl.execute_async")
     def execute_async(self, model_id: int, input: int, output: int, stream: int, /) -> int:

@@ -59,6 +59,10 @@ class ModelDesc:
         self.model_id = 0
         self.spec: ModelSpec | None = None
 
+    def clear(self) -> None:
+        """Describe nothing again (ACL's ``aclmdlDesc::Clear``)."""
+        self.model_id, self.spec = 0, None
+
 
 class TensorDesc:
     """``aclTensorDesc``: what ``acl.create_tensor_desc`` and its setters describe."""

@@ -481,3 +481,114 @@ def test_get_data_buffer_size_is_a_uint32(rt: Any, check: Callable[..., Any]) ->
     assert rt.get_data_buffer_size(buffer) == 5
     assert rt.get_data_buffer_size_v2(buffer) == 2**32 + 5
     check(rt.destroy_data_buffer(buffer))
+
+
+def read_device(acl: Any, check: Callable[..., Any], ptr: int, shape: Any, dtype: Any) -> Any:
+    out = np.zeros(shape, dtype=dtype)
+    check(acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, ptr, out.nbytes, D2H))
+    return out
+
+
+def test_execute_gives_output_buffers_without_memory_device_memory(
+    affine_model: tuple[Any, int, Io], check: Callable[..., Any]
+) -> None:
+    """ACL's synchronous ``ModelExecute`` ``aclrtMalloc``s an output whose buffer has no
+    address (the output's size) and updates the buffer; the caller frees the memory."""
+    acl, model_id, io = affine_model
+    mdl = acl.mdl
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w = np.ones((3, 4), np.float32)
+    io.put(0, x)
+    io.put(1, w)
+    outputs = mdl.create_dataset()
+    buffers = [acl.create_data_buffer(0, 0) for _ in range(2)]
+    for buffer in buffers:
+        check(mdl.add_dataset_buffer(outputs, buffer))
+    regions = acl.sim.live_objects()["memory_regions"]
+    stream = check(acl.rt.create_stream())
+    check(mdl.execute_async(model_id, io.inputs, outputs, stream), GE_PARAM_INVALID)
+    assert acl.get_data_buffer_addr(buffers[0]) == 0, "the asynchronous path allocates nothing"
+    check(mdl.execute(model_id + 100, io.inputs, outputs), INVALID_PARAM, "no outputs described")
+    assert acl.sim.live_objects()["memory_regions"] == regions
+    check(mdl.execute(model_id, io.inputs, outputs))
+    ptrs = [acl.get_data_buffer_addr(b) for b in buffers]
+    assert all(ptrs)
+    assert [acl.get_data_buffer_size_v2(b) for b in buffers] == [32, 16]
+    assert acl.sim.live_objects()["memory_regions"] == regions + 2
+    y, rowsum = affine(x, w)
+    np.testing.assert_array_equal(read_device(acl, check, ptrs[0], (2, 4), np.float32), y)
+    np.testing.assert_array_equal(read_device(acl, check, ptrs[1], (2,), np.float64), rowsum)
+    for ptr in ptrs:
+        check(acl.rt.free(ptr))
+    assert acl.sim.live_objects()["memory_regions"] == regions
+    check(acl.rt.destroy_stream(stream))
+
+
+def test_execute_gives_a_dynamic_shape_output_memory_of_its_real_size(
+    dev0: Any, tmp_path: Path, check: Callable[..., Any]
+) -> None:
+    path = dev0.sim.register_model(
+        tmp_path / "shape.om",
+        inputs=[("x", (1, -1), "float32")],
+        outputs=[("y", (1, -1), "float32")],
+        fn=np.negative,
+    )
+    mdl = dev0.mdl
+    model_id = check(mdl.load_from_file(path))
+    desc = mdl.create_desc()
+    check(mdl.get_desc(desc, model_id))
+    assert mdl.get_output_size_by_index(desc, 0) == 0, "unbounded"
+    io = Io(dev0, check, [12], [])
+    x = np.array([[1, 2, 3]], np.float32)
+    io.put(0, x)
+    described = dev0.create_tensor_desc(0, [1, 3], 2)
+    check(mdl.set_dataset_tensor_desc(io.inputs, described, 0))
+    buffer = dev0.create_data_buffer(0, 0)
+    check(mdl.add_dataset_buffer(io.outputs, buffer))
+    regions = dev0.sim.live_objects()["memory_regions"]
+    check(mdl.execute(model_id, io.inputs, io.outputs))
+    ptr = dev0.get_data_buffer_addr(buffer)
+    assert ptr != 0
+    assert dev0.get_data_buffer_size_v2(buffer) == 12
+    assert dev0.sim.live_objects()["memory_regions"] == regions + 1
+    np.testing.assert_array_equal(read_device(dev0, check, ptr, (1, 3), np.float32), -x)
+    check(dev0.rt.free(ptr))
+    assert dev0.sim.live_objects()["memory_regions"] == regions
+
+
+def test_a_null_dataset_is_reported_before_the_model_id(
+    affine_model: tuple[Any, int, Io], check: Callable[..., Any]
+) -> None:
+    """``ModelExecute`` checks its datasets (``model.cpp``) before GE looks at the id."""
+    acl, model_id, io = affine_model
+    stream = check(acl.rt.create_stream())
+    check(acl.mdl.execute(model_id + 100, 0, io.outputs), INVALID_PARAM)
+    check(acl.mdl.execute(model_id + 100, io.inputs, 0), INVALID_PARAM)
+    check(acl.mdl.execute_async(model_id + 100, 0, io.outputs, stream), INVALID_PARAM)
+    check(acl.mdl.execute_async(model_id + 100, io.inputs, 0, stream), INVALID_PARAM)
+    check(acl.mdl.execute(model_id + 100, io.inputs, io.outputs), MODEL_ID_INVALID)
+    check(acl.rt.destroy_stream(stream))
+
+
+def test_a_failed_get_desc_leaves_the_description_empty(
+    affine_model: tuple[Any, int, Io], tmp_path: Path, check: Callable[..., Any]
+) -> None:
+    """``aclmdlGetDesc*`` call ``modelDesc->Clear()`` before the id or file is looked at."""
+    acl, model_id, _ = affine_model
+    mdl = acl.mdl
+    desc = mdl.create_desc()
+    junk = b"\x89OM\x00" * 8
+    failures = [
+        (lambda: mdl.get_desc(desc, model_id + 100), MODEL_ID_INVALID),
+        (lambda: mdl.get_desc_from_file(desc, str(tmp_path / "missing.om")), PATH_INVALID),
+        (lambda: mdl.get_desc_from_mem(desc, acl.util.bytes_to_ptr(junk), 32), GE_PARAM_INVALID),
+    ]
+    for fail, code in failures:
+        check(mdl.get_desc(desc, model_id))
+        check(fail(), code)
+        assert mdl.get_num_inputs(desc) == 0
+        assert mdl.get_output_size_by_index(desc, 0) == 0
+        check(mdl.get_input_dims(desc, 0), INVALID_PARAM)
+    check(mdl.get_desc(desc, model_id))
+    check(mdl.get_desc_from_mem(desc, 0, 32), INVALID_PARAM)
+    assert mdl.get_num_inputs(desc) == 2, "the null check comes before the clearing"

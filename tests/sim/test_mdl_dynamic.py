@@ -189,7 +189,7 @@ def test_choosing_dims_has_the_documented_codes(
         return int(mdl.set_input_dynamic_dims(model_id, io.inputs, 2, entry))
 
     check(choose([1, 3, 4, 2, 9]), GEAR_INVALID, "not a gear")
-    check(choose([1, 3, 4, 2]), INVALID_PARAM, "four dims for five")
+    check(choose([1, 3, 4, 2]), INPUT_LENGTH_INVALID, "four dims for five")
     check(choose([], 0), INVALID_PARAM, "dimCount 0")
     check(choose([1, 3, 4, 2, 2]))
     with pytest.raises(TypeError, match="argument 4 is not dict"):
@@ -200,6 +200,103 @@ def test_choosing_dims_has_the_documented_codes(
         choose([1, 3], 5)
     with pytest.raises(TypeError, match="The dims of parameter 4 is not a list"):
         mdl.set_input_dynamic_dims(model_id, io.inputs, 2, {"dimCount": 1, "dims": (1,)})
+
+
+def test_set_input_dynamic_dims_checks_the_dims_as_ge_does(
+    dims_model: tuple[Any, int, Recorder], tmp_path: Path, check: Any
+) -> None:
+    """GE's ``GetCurDynamicDims``: the count of all inputs' dims and every fixed dim must
+    match (145012, "Static dims should be same"); only then is the gear looked at."""
+    acl, model_id, _ = dims_model
+    io = ModelIo(acl, model_id)
+    mdl = acl.mdl
+
+    def choose(dims: list[int], model: int = model_id) -> int:
+        entry = {"name": "", "dimCount": len(dims), "dims": dims}
+        return int(mdl.set_input_dynamic_dims(model, io.inputs, 2, entry))
+
+    check(choose([1, 3, 4, 2, 2, 1]), INPUT_LENGTH_INVALID, "six dims for five")
+    check(choose([1, 9, 4, 2, 2]), INPUT_LENGTH_INVALID, "x's fixed 3 given 9")
+    check(choose([1, 3, 4, 7, 2]), INPUT_LENGTH_INVALID, "y's fixed 2 given 7")
+    check(choose([1, 0, 4, 2, 2]), INPUT_LENGTH_INVALID, "a zero where 3 is fixed")
+    check(choose([0, 3, 4, 2, 2]), GEAR_INVALID, "zero is no gear value, and no 100000")
+    check(choose([1, 3, 4, 2, 2], model_id + 9), MODEL_ID_INVALID)
+    assert check(mdl.get_cur_output_dims(io.desc, 0))["dims"] == [-1, 3, -1], "no gear chosen"
+    static = acl.sim.register_model(
+        tmp_path / "static.om",
+        inputs=[("x", (2, 3), "float32")],
+        outputs=[("y", (2, 3), "float32")],
+        fn=np.negative,
+    )
+    static_id = check(mdl.load_from_file(static))
+    check(choose([2, 3], static_id), INPUT_LENGTH_INVALID, "no gears: no dims to match")
+
+
+@pytest.mark.parametrize("count", ["missing", "5", -1, None, 2**64, 5.0])
+def test_a_dim_count_that_is_no_size_t_fails_as_the_wrapper_does(
+    dims_model: tuple[Any, int, Recorder], count: Any
+) -> None:
+    """``PyLong_AsSize_t`` leaves its error pending and the count at ``SIZE_MAX``: the
+    dims loop reads the first dim, then its ``PyErr_Occurred`` check raises ValueError;
+    with no first ``int`` dim the loop's TypeError comes first."""
+    acl, model_id, _ = dims_model
+    io = ModelIo(acl, model_id)
+
+    def choose(dims: list[Any]) -> Any:
+        entry: dict[str, Any] = {"name": "", "dims": dims}
+        if count != "missing":
+            entry["dimCount"] = count
+        return acl.mdl.set_input_dynamic_dims(model_id, io.inputs, 2, entry)
+
+    with pytest.raises(ValueError, match=r"^PyLong_AsLongLong failed$"):
+        choose([1, 3, 4, 2, 2])
+    with pytest.raises(TypeError, match=r"^the dims of fourth parameter is not list of int$"):
+        choose([])
+    with pytest.raises(TypeError, match=r"^the dims of fourth parameter is not list of int$"):
+        choose(["1", 3, 4, 2, 2])
+
+
+def test_dims_entries_are_read_in_the_wrappers_order(
+    dims_model: tuple[Any, int, Recorder],
+) -> None:
+    acl, model_id, _ = dims_model
+    io = ModelIo(acl, model_id)
+
+    def choose(entry: dict[str, Any]) -> Any:
+        return acl.mdl.set_input_dynamic_dims(model_id, io.inputs, 2, entry)
+
+    with pytest.raises(ValueError, match="PyLong_AsLongLong failed"):
+        choose({"dimCount": 7, "dims": [1, 2**70]})  # before the list runs out
+    with pytest.raises(RuntimeError, match="PyUnicode_AsUTF8String failed"):
+        choose({"name": None, "dimCount": 5, "dims": [1, 3, 4, 2, 2]})
+
+
+def test_gear_buffer_length_is_checked_before_the_model(
+    dev0: Any, tmp_path: Path, hw_model: tuple[Any, int, Recorder], check: Any
+) -> None:
+    """``GeExecutor::SetDynamicBatchSize`` / ``SetDynamicImageSize`` check the gear
+    buffer's length (145012) before they ask for the model or its gears."""
+    acl, hw_id, _ = hw_model
+    path = dev0.sim.register_model(
+        tmp_path / "batch.om",
+        inputs=[("x", (-1, 2), "float32")],
+        outputs=[("y", (-1, 2), "float32")],
+        fn=np.negative,
+        batch_sizes=(1, 4),
+    )
+    batch_id = check(dev0.mdl.load_from_file(path))
+    ptr = check(acl.rt.malloc(16, 0))
+    short: dict[int, int] = {}
+    for size in (2, 6):
+        short[size] = acl.mdl.create_dataset()
+        check(acl.mdl.add_dataset_buffer(short[size], acl.create_data_buffer(ptr, size)))
+    mdl = acl.mdl
+    check(mdl.set_dynamic_batch_size(batch_id + 99, short[2], 0, 4), INPUT_LENGTH_INVALID)
+    check(mdl.set_dynamic_batch_size(batch_id, short[2], 0, 3), INPUT_LENGTH_INVALID)
+    check(mdl.set_dynamic_batch_size(batch_id, short[2], 0, 0), INVALID_PARAM, "zero first")
+    check(mdl.set_dynamic_hw_size(hw_id + 99, short[6], 0, 4, 4), INPUT_LENGTH_INVALID)
+    check(mdl.set_dynamic_hw_size(hw_id, short[6], 0, 5, 5), INPUT_LENGTH_INVALID)
+    check(mdl.set_dynamic_hw_size(hw_id, short[6], 9, 4, 4), INVALID_PARAM, "no buffer 9")
 
 
 def test_batch_model_reports_the_current_batch(dev0: Any, tmp_path: Path, check: Any) -> None:
