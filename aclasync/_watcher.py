@@ -18,7 +18,7 @@ import outcome
 from ._lanes import EventRecord, Lane, Loan
 from ._loop import DONE, EXPIRED, Ready, Waiter, post, post_to
 from ._options import WorkerOptions
-from ._points import STREAM_COMPLETE, Points
+from ._points import STREAM_ABORT, STREAM_COMPLETE, Points
 from ._pyacl.codes import is_timeout
 from ._waiting_thread import Lent, WaitingThread
 
@@ -182,10 +182,10 @@ class Watcher:
                     ret = self._rt.record_event(event, lane.handle)
                     if ret:
                         self._handles.fence_pool.append(event)
-                if ret:
-                    self._fail(lane, self._handles.error(ret, "acl.rt.record_event", lane))
-                else:
+                if not ret:
                     fence.close(event)
+                elif ret != STREAM_ABORT:  # a stop's refusal: the call queued next reports it
+                    self._fail(lane, self._handles.error(ret, "acl.rt.record_event", lane))
 
     def round(self, may_wait: Callable[[], bool], busy: bool) -> tuple[Lent | None, Ready]:
         """Sweep and lend what is waited for: the wait the worker takes itself (only if

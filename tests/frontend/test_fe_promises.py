@@ -156,6 +156,34 @@ async def test_work_a_stopped_stream_refuses_after_a_quiet_sync_is_still_reporte
 
 
 @pytestmark_async
+async def test_a_stopped_stream_refusing_a_fences_event_reports_its_cause_first(
+    rt: Any,
+) -> None:
+    """A sync's fence, then a launch behind it, in one worker batch: the fence's
+    event is recorded before the launch, and the stopped stream refuses it too."""
+    worker_gate = threading.Event()
+    codes: list[int | None] = []
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            s = await _stopped_stream(dev)
+
+            async def sync() -> None:
+                codes.append(_code(await _raised(s.synchronize)))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(dev.call, worker_gate.wait)  # the worker takes no job
+                await anyio.sleep(0.01)
+                tg.start_soon(sync)  # its fence is queued
+                await anyio.sleep(0.01)
+                s.launch(rt.sim.launch_kernel, Kernel())  # behind it: closes the fence
+                worker_gate.set()
+            for _ in range(3):
+                await sync()
+            await s.aclose()
+    assert codes == [AICORE_EXCEPTION, STREAM_ABORT, None, None]
+
+
+@pytestmark_async
 async def test_a_pool_replaces_a_stream_that_stopped(rt: Any) -> None:
     """A borrower stops its pool stream and catches the cause itself; the next
     borrower gets a stream that runs its work."""
