@@ -134,10 +134,12 @@ class DeviceState:
         lane.submit()
         self.worker.submit(Launch(lane, fn, args, api))
 
-    def post(self, fn: Callable[[], Any]) -> None:
-        """Run ``fn()`` on the worker without waiting for it (nothing to report)."""
+    def post(self, fn: Callable[[], Any], *, queues_work: bool = True) -> None:
+        """Run ``fn()`` on the worker without waiting for it (nothing to report). Not
+        *queues_work*: the library's own job, which queues no stream work (``calls``
+        counts those that may)."""
         if not self.gone():
-            self.calls += 1
+            self.calls += queues_work
             try:  # noqa: SIM105 - a worker that just died released everything itself
                 self.worker.submit(Call(fn, None))
             except anyio.BrokenResourceError:
@@ -301,6 +303,8 @@ class DeviceState:
         if self.gone():
             await anyio.lowlevel.checkpoint()
             return
+        if self._adopted.get(lane.handle) is lane:  # a wrapper made from now on is new
+            del self._adopted[lane.handle]
         if not force:
             waiter = self.wait_for(lane, timed=False)
             try:
@@ -416,12 +420,14 @@ class DeviceState:
 
     def forget_event(self, lane: Lane, handle: int, record: EventRecord) -> None:
         """Give an event back (its pending waits fail); never blocks."""
-        self.post(functools.partial(self.worker.forget_event, lane, handle, record))
+        self.post(
+            functools.partial(self.worker.forget_event, lane, handle, record), queues_work=False
+        )
 
     def forget_events(self, events: list[tuple[Lane, int, EventRecord]]) -> None:
         """``forget_event`` for several events in one job; never blocks."""
         forget = self.worker.forget_event
-        self.post(lambda: [forget(*event) for event in events])
+        self.post(lambda: [forget(*event) for event in events], queues_work=False)
 
     async def query_event(self, lane: Lane, handle: int, record: EventRecord) -> bool:
         """Whether a recorded event has completed; then report the stream's oldest failure.

@@ -152,7 +152,8 @@ class Handles:
     def forget_stream(self, lane: Lane) -> AclError | None:
         """A stream was destroyed (or let go of): free its overflow-status buffer; the
         error if that fails."""
-        del self.lanes[lane.handle]
+        if self.lanes.get(lane.handle) is lane:  # (a wrapper made since holds the handle)
+            del self.lanes[lane.handle]
         buffer = self._overflow.pop(lane, None)
         return None if buffer is None else self.free(buffer, lane)
 

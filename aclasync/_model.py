@@ -211,7 +211,7 @@ class Model(AsyncResource):
         # Where the caller's stream stood when this run was ordered after its work:
         # `done` stands for all of it only if nothing else comes before the wait for it.
         since: tuple[int, int] | None = _mark(stream)
-        if chain is not None and chain.tail == stream._queued() and len(chain.held) < _HELD:
+        if chain is not None and chain.tail == since and len(chain.held) < _HELD:
             # The caller's stream ends with its wait for the last run: wait for that run.
             # The stream may not have passed its own wait yet, so the events stay held.
             own.wait_event(chain.done)
@@ -247,7 +247,7 @@ class Model(AsyncResource):
             other = self._chained.pop(stream, None)  # a run that overlapped this one
             if other is not None:
                 held = [*other.held, other.done, *held]
-            self._chained[stream] = _Chain(done, stream._queued() if alone else None, held)
+            self._chained[stream] = _Chain(done, _mark(stream) if alone else None, held)
         try:
             await own.synchronize()
         except AclError as exc:
@@ -438,13 +438,13 @@ class Model(AsyncResource):
 
 class _Chain:
     """The last run queued on a stream: its event, which the stream waits for, the
-    stream's count of queued work right after that wait (``None`` if other work came
-    between the run's start and its wait: then the event does not stand for all that
-    precedes the wait), and events of earlier runs the stream may not have passed yet."""
+    stream's ``_mark`` right after that wait (``None`` if other work came between the
+    run's start and its wait: then the event does not stand for all that precedes the
+    wait), and events of earlier runs the stream may not have passed yet."""
 
     __slots__ = ("done", "held", "tail")
 
-    def __init__(self, done: Event, tail: int | None, held: list[Event]) -> None:
+    def __init__(self, done: Event, tail: tuple[int, int] | None, held: list[Event]) -> None:
         self.done = done
         self.tail = tail
         self.held = held

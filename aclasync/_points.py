@@ -147,11 +147,7 @@ class Points:
         ret = 0
         if force:
             if not lane.borrowed:
-                # Work that already ended is not dropped: an idle stream's failures come
-                # at once (a busy one's come only with its work, which is dropped).
-                status, ret = self._rt.stream_query(lane.handle)
-                if not ret and status == STREAM_COMPLETE:
-                    self.collect(lane)
+                self._collect_if_idle(lane)  # work that ended is not dropped
                 ret = int(self._rt.destroy_stream_force(lane.handle))
             # Forced first: a lent stream sync that comes back now (its work dropped)
             # must not answer its waiters as if the work had run.
@@ -159,7 +155,10 @@ class Points:
             self._await_loan(lane)
             why = "the stream was closed with force=True: the work this waited for was dropped"
         else:
-            self.collect(lane)
+            if lane.borrowed:  # its owner may keep queueing: the worker must not wait
+                self._collect_if_idle(lane)
+            else:
+                self.collect(lane)
             self.sweep_lane(lane)
             if not lane.borrowed:
                 ret = int(self._rt.destroy_stream(lane.handle))
@@ -212,6 +211,13 @@ class Points:
             launches = lane.launches
             self.take_sync_status(lane, self._rt.synchronize_stream(lane.handle))
             lane.synced(launches)
+
+    def _collect_if_idle(self, lane: Lane) -> None:
+        """Take the stream's failures if its work has all ended (the sync then returns at
+        once); a busy stream's come only with its work."""
+        status, ret = self._rt.stream_query(lane.handle)
+        if not ret and status == STREAM_COMPLETE:
+            self.collect(lane)
 
     def take_sync_status(self, lane: Lane, ret: int) -> None:
         """A stream sync returned *ret* (107023: stopped, the cause came with the first)."""

@@ -394,3 +394,29 @@ async def test_wrap_stream_refuses_another_devices_stream_and_wide_handles(rt: A
         for handle in (2**64, 2**64 + 0x80):
             with pytest.raises(ValueError, match=r"below 2\*\*64"):
                 d0.wrap_stream(handle)
+
+
+async def test_a_wrapper_made_while_another_closes_waits_for_its_own_work(
+    rt: Any, owner: Owner
+) -> None:
+    first_gate, second_gate = Gate(), Gate()
+    async with aclasync.open_device(0, backend=rt) as dev:
+        first = dev.wrap_stream(owner.stream)
+        first.launch(dev.acl.sim.launch_kernel, first_gate.kernel())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first.aclose)  # waits for the first kernel
+            while not first.closed:  # noqa: ASYNC110 - its close has begun
+                await anyio.sleep(0.001)
+            second = dev.wrap_stream(owner.stream)
+            assert second is not first
+            second.launch(dev.acl.sim.launch_kernel, second_gate.kernel())
+            first_gate.open()
+        try:
+            with anyio.move_on_after(0.3) as held:
+                await second.synchronize()  # its kernel is held: it cannot return
+            assert held.cancelled_caught
+        finally:
+            second_gate.open()
+        await second.synchronize()
+        await second.aclose()
+    owner.finish()

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import aclasync
+from aclasync.sim import Kernel
 
 pytestmark = pytest.mark.anyio
 
@@ -88,6 +89,36 @@ async def test_a_run_after_overlapping_runs_starts_after_all_of_them(
                     await event.aclose()
     assert not c_returned
     assert log.index(("end", 1.0)) < log.index(("start", 3.0))
+
+
+async def test_a_run_starts_after_work_a_device_call_queued_on_its_stream(
+    rt: Any, tmp_path: Path
+) -> None:
+    """A run, then a kernel queued on the caller's stream by ``dev.call`` (pyACL
+    directly), then a second run: the second must not end before that kernel."""
+    path = rt.sim.register_model(
+        tmp_path / "same.om",
+        inputs=[("x", (4,), "float32")],
+        outputs=[("y", (4,), "float32")],
+        fn=lambda x: x,
+    )
+    gate = threading.Event()
+    with anyio.fail_after(30):
+        async with (
+            aclasync.open_device(0, backend=rt) as dev,
+            dev.load_model(path) as model,
+            dev.create_stream() as stream,
+        ):
+            await model.run(stream, np.zeros(4, np.float32))
+            held = Kernel(fn=lambda: gate.wait(30))
+            assert await dev.call(lambda: dev.acl.sim.launch_kernel(held, stream.handle)) == 0
+            try:
+                with anyio.move_on_after(0.3) as waited:
+                    await model.run(stream, np.ones(4, np.float32))
+                assert waited.cancelled_caught  # it starts after the held kernel
+            finally:
+                gate.set()
+            await stream.synchronize()
 
 
 async def test_a_models_per_stream_state_does_not_grow_with_the_streams_it_ran_on(
