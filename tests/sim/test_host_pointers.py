@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -14,6 +16,8 @@ from aclasync._pyacl.constants import MemcpyKind
 
 H2D, D2H, H2H = MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEVICE_TO_HOST, MemcpyKind.HOST_TO_HOST
 RT_INVALID = ErrorCode.ACL_ERROR_RT_PARAM_INVALID
+#: Linux's mmap flag: map exactly there, or fail rather than replace a mapping.
+_MAP_FIXED_NOREPLACE = 0x100000
 
 
 def test_numpy_ctypes_data_round_trips_through_the_device(dev0, check):
@@ -91,11 +95,26 @@ def test_a_read_only_mapping_where_a_freed_block_was_is_not_written(dev0, check,
     scratch = np.zeros(64, dtype=np.uint8)
     check(dev0.rt.memcpy(scratch.ctypes.data, 64, source, 64, D2H))  # reads the maps
     check(dev0.rt.free(block) if blocks == "device" else dev0.rt.free_host(block))
-    with mmap.mmap(-1, size + mmap.PAGESIZE, prot=mmap.PROT_READ) as page:
-        address = np.frombuffer(page, dtype=np.uint8).ctypes.data
-        if not address <= backing < address + size:
-            pytest.skip("the kernel put the new mapping elsewhere")
+    with _read_only_pages_at(backing - backing % mmap.PAGESIZE, 4):
         check(dev0.rt.memcpy(backing, 64, source, 64, D2H), RT_INVALID, "not writable now")
+
+
+@contextlib.contextmanager
+def _read_only_pages_at(address: int, pages: int) -> Iterator[None]:
+    """Map *pages* read-only pages at exactly *address* (which must be free: the block
+    freed there was unmapped), unmapped at exit."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, *[ctypes.c_int] * 3, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = pages * mmap.PAGESIZE
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED_NOREPLACE
+    got = libc.mmap(address, size, mmap.PROT_READ, flags, -1, 0)
+    assert got == address, f"could not map at {address:#x} (errno {ctypes.get_errno()})"
+    try:
+        yield
+    finally:
+        libc.munmap(address, size)
 
 
 def test_malloc_host_blocks_stay_bounds_checked(dev0, check):
