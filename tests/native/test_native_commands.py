@@ -24,12 +24,15 @@ HERE = Path(__file__).parent
 TIMEOUT_S = 240
 
 
-def aclasync_native(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m aclasync ARGS`` on the native backend, the strict simulator as ``acl``."""
+def aclasync_native(
+    *args: str, cwd: Path, acl_dir: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m aclasync ARGS`` on the native backend, the strict simulator as ``acl``
+    (or the ``acl`` package in *acl_dir*)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACLASYNC_", "ASCEND_RT_"))}
     paths = [aclasync.sim.acl_module_path(), str(HERE), env.get("PYTHONPATH", "")]
     env.update(
-        PYTHONPATH=os.pathsep.join(p for p in paths if p),
+        PYTHONPATH=str(acl_dir) if acl_dir else os.pathsep.join(p for p in paths if p),
         ACLASYNC_SIM_STRICT="1",
         ACLASYNC_BACKEND="native",
     )
@@ -191,17 +194,7 @@ def test_a_broken_acl_module_is_one_error_line(
     package = tmp_path / "fake" / "acl"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(_BROKEN_ACL[broken])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACLASYNC_", "ASCEND_RT_"))}
-    env.update(PYTHONPATH=str(tmp_path / "fake"), ACLASYNC_BACKEND="native")
-    done = subprocess.run(
-        [sys.executable, "-m", "aclasync", *command],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    done = aclasync_native(*command, cwd=tmp_path, acl_dir=tmp_path / "fake")
     errors = [line for line in done.stderr.splitlines() if line.startswith("aclasync: error:")]
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
