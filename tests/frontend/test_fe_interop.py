@@ -407,10 +407,12 @@ async def test_a_wrapper_made_while_another_closes_waits_for_its_own_work(
             tg.start_soon(first.aclose)  # waits for the first kernel
             while not first.closed:  # noqa: ASYNC110 - its close has begun
                 await anyio.sleep(0.001)
-            second = dev.wrap_stream(owner.stream)
+            second = dev.wrap_stream(owner.stream)  # made while the first closes
             assert second is not first
-            second.launch(dev.acl.sim.launch_kernel, second_gate.kernel())
             first_gate.open()
+        # (Queued after the first close: a wrapper's close waits for all the stream's
+        # work queued meanwhile, whoever queued it.)
+        second.launch(dev.acl.sim.launch_kernel, second_gate.kernel())
         try:
             with anyio.move_on_after(0.3) as held:
                 await second.synchronize()  # its kernel is held: it cannot return
