@@ -12,7 +12,7 @@ from ._errors import BackendUnavailableError
 if TYPE_CHECKING:
     from ._pyacl.backend import AclBackend
 
-__all__ = ["ENV_VAR", "backend_from_env", "is_aclasync_simulator", "resolve_backend"]
+__all__ = ["ENV_VAR", "backend_from_env", "import_acl", "is_aclasync_simulator", "resolve_backend"]
 
 ENV_VAR = "ACLASYNC_BACKEND"
 
@@ -113,12 +113,17 @@ def is_aclasync_simulator(module: object) -> bool:
     return Path(origin).resolve().is_relative_to(package)
 
 
-def _native() -> AclBackend:
+def import_acl() -> object:
+    """``import acl``; ``BackendUnavailableError`` saying why if that fails, however."""
     try:
-        module = importlib.import_module("acl")
+        return importlib.import_module("acl")
     except Exception as exc:  # an ImportError, or whatever a broken install raises
         detail = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
         raise BackendUnavailableError(f"`import acl` failed ({detail})") from exc
+
+
+def _native() -> AclBackend:
+    module = import_acl()
     missing = _missing_calls(module)
     if missing:
         where = getattr(module, "__file__", None) or "?"

@@ -162,7 +162,7 @@ class Lane:
     def forsaken(self) -> bool:
         """Whether nobody waits for any of its points any more: not worth a look (its
         points are resolved when a wait comes, or at its close)."""
-        return not any(not w.abandoned for point in self.watches for w in point.waiters)
+        return all(point.forsaken() for point in self.watches)
 
     def move(self, to: Life | Loan) -> None:
         """Move ``life`` or ``loan`` to *to*; only the moves in ``_MOVES`` are legal."""

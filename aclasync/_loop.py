@@ -363,9 +363,6 @@ class Flag:
         self._set = False
         self._waiters: list[Waiter] = []
 
-    def is_set(self) -> bool:
-        return self._set
-
     def set(self) -> None:
         with self._lock:
             self._set = True

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 from typing import Any
 
-from .._backend import ENV_VAR, backend_from_env, is_aclasync_simulator, resolve_backend
-from .._errors import raise_for_status
+from .._backend import (
+    ENV_VAR,
+    backend_from_env,
+    import_acl,
+    is_aclasync_simulator,
+    resolve_backend,
+)
+from .._errors import BackendUnavailableError, raise_for_status
 from .._pyacl.constants import RunMode
 from .._version import __version__
 from ._common import CliError, pyacl_call
@@ -32,10 +37,9 @@ def choose_backend(requested: str | None) -> tuple[str, str]:
     if env is not None:
         return env, f"from ${ENV_VAR}"
     try:
-        importlib.import_module("acl")
-    except Exception as exc:  # an ImportError, or whatever a broken install raises
-        detail = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
-        return "sim", f"`import acl` failed ({detail}), so the simulator"
+        import_acl()
+    except BackendUnavailableError as exc:
+        return "sim", f"{exc}, so the simulator"
     return "native", "`import acl` works"
 
 
