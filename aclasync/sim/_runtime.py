@@ -161,14 +161,17 @@ class SimAcl(DataBufferCalls, TensorDescCalls, _AclSurface):
     def init(self, config_path: str | None = None, /) -> int:
         """Initialise (ref-counted): a repeat call returns 100002 and still counts.
 
-        A *config_path* that names no file gives 100003 (ACL_ERROR_INVALID_FILE).
+        A first call whose *config_path* names no file gives 100003
+        (ACL_ERROR_INVALID_FILE); a repeat call is counted before its path is read,
+        as ``aclInit`` does.
         """
-        if config_path and not os.path.isfile(config_path):
-            return RC.INVALID_FILE
         with self._core.lock:
-            self._core.init_count += 1
-            if self._core.init_count > 1:
+            if self._core.init_count:
+                self._core.init_count += 1
                 return RC.REPEAT_INITIALIZE
+            if config_path and not os.path.isfile(config_path):
+                return RC.INVALID_FILE
+            self._core.init_count = 1
             self._core.finalized = False
             return RC.OK
 

@@ -141,6 +141,9 @@ def test_init_reads_only_an_existing_config(rt, check, tmp_path):
     config.write_text("{}")
     check(rt.init(str(config)))
     check(rt.init(), ErrorCode.ACL_ERROR_REPEAT_INITIALIZE)
+    # aclInit counts a repeat call before it reads the path: a missing one still counts
+    check(rt.init(str(tmp_path / "missing.json")), ErrorCode.ACL_ERROR_REPEAT_INITIALIZE)
+    assert rt.finalize_reference() == (2, 0)
     check(rt.finalize())
     check(rt.finalize(), ErrorCode.ACL_ERROR_REPEAT_FINALIZE)
     with pytest.raises(TypeError, match=r"acl\.init args parse failed"):
