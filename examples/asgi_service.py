@@ -325,8 +325,8 @@ app = create_app(ServiceConfig.from_env())
 # -- running it under a server, with the graceful shutdown described above -----------------
 
 
-async def serve(args: argparse.Namespace) -> None:
-    """Serve until SIGTERM/SIGINT, then drain and stop; blocks."""
+async def serve(args: argparse.Namespace, sock: socket.socket) -> None:
+    """Serve on *sock* until SIGTERM/SIGINT, then drain and stop; blocks."""
     config = ServiceConfig(
         devices=args.devices,
         streams_per_device=args.streams,
@@ -336,7 +336,6 @@ async def serve(args: argparse.Namespace) -> None:
     )
     application = create_app(config)
     service: InferenceService = application.state.service
-    sock = listen(args.host, args.port)
     host, port = sock.getsockname()[:2]
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with anyio.create_task_group() as tg:
@@ -462,7 +461,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be finite and >= 0, got {value}")
     backend = "trio" if loop == "trio" else "asyncio"
     options = {"use_uvloop": True} if loop == "uvloop" else {}
-    anyio.run(serve, args, backend=backend, backend_options=options)
+    try:  # before the service starts: a port in use is one line, not a traceback
+        sock = listen(args.host, args.port)
+    except OSError as exc:
+        parser.exit(
+            1, f"{parser.prog}: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}\n"
+        )
+    anyio.run(serve, args, sock, backend=backend, backend_options=options)  # the server closes it
     return 0
 
 

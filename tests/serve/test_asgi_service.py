@@ -13,6 +13,7 @@ import json
 import math
 import random
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -253,3 +254,20 @@ def test_bad_durations_are_usage_errors(tmp_path: Path) -> None:
             )
             assert done.returncode == 2, (option, value, done.stderr)
             assert f"error: {option} must be finite and >= 0" in done.stderr
+
+
+def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "asgi_service.py"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
