@@ -7,6 +7,8 @@ interpreter.
 - The device worker never imports the simulator: it drives whatever backend it is given.
 - The library (front end, worker, simulator, ``testing``) never imports the command line
   (``aclasync._cli``: the subcommands and the demo and benchmark runners they drive).
+- Only ``aclasync._loop`` imports asyncio, trio or uvloop (the rest goes through anyio),
+  but for ``aclasync.ray`` (Ray's asyncio actor loop) and the command line.
 - Only ``aclasync.ray`` and the benchmark that drives it import Ray (an optional extra).
 - The conformance checks (``aclasync._conformance``, what ``aclasync doctor`` runs) see
   the runtime as a plain pyACL program does: they import nothing of aclasync but the
@@ -113,6 +115,14 @@ def _breaks(rule: str, module: str, target: str) -> bool:
         return _reaches_out(
             module, target, "aclasync._conformance", ("aclasync._pyacl",), loops=True
         )
+    if rule == "only aclasync._loop touches asyncio or trio":
+        # The rest of the library goes through anyio; aclasync.ray runs in Ray's
+        # asyncio actor loop, and the command line picks the loop to run.
+        return (
+            any(_within(target, lib) for lib in ("asyncio", "trio", "uvloop"))
+            and module not in ("aclasync._loop", "aclasync.ray")
+            and not _within(module, "aclasync._cli")
+        )
     if rule == "only aclasync.ray imports Ray":
         return (
             _within(target, "ray")
@@ -129,6 +139,7 @@ RULES = [
     "worker never imports sim",
     "library never imports the command line",
     "only aclasync.ray imports Ray",
+    "only aclasync._loop touches asyncio or trio",
     "conformance checks use pyACL alone",
 ]
 
@@ -147,6 +158,9 @@ def test_the_checker_sees_imports_of_every_form(tmp_path: Path) -> None:
     assert _breaks("library never imports the command line", "aclasync._device", "aclasync._cli")
     assert _breaks("sim imports only itself and the leaves", "aclasync.sim._x", "anyio")
     assert not _breaks("sim imports only itself and the leaves", "aclasync.sim._x", "numpy")
+    loops = "only aclasync._loop touches asyncio or trio"
+    assert _breaks(loops, "aclasync._stream", "trio.lowlevel")
+    assert not _breaks(loops, "aclasync._stream", "anyio")
 
 
 def test_importing_the_simulator_loads_no_front_end_and_no_event_loop_library() -> None:
