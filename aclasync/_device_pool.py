@@ -127,7 +127,8 @@ class DevicePool:
         With ``timeout`` (seconds), borrowers still holding a stream after that long are
         cancelled (they get ``anyio.ClosedResourceError``) and their streams
         force-closed; without it the close waits for every lent stream to come back.
-        Runs to completion even when cancelled.
+        The devices' close then waits for kernels already running (a force-close drops
+        queued work only). Runs to completion even when cancelled.
         """
         if self._close_done is not None:  # a second caller: wait for the first
             with anyio.CancelScope(shield=True):
