@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -11,6 +13,18 @@ __all__ = ["PROFILES", "SocProfile", "resolve_profile"]
 
 _GiB = 1 << 30
 _MiB = 1 << 20
+_DAY_US = 86_400e6
+
+
+def _is_a(value: object, kind: str) -> bool:
+    """Whether *value* fits the field annotation *kind* (numpy scalars included; a bool
+    is no number here)."""
+    if value is None:
+        return kind.endswith("| None")
+    if kind == "str" or kind == "bool":
+        return isinstance(value, str if kind == "str" else bool)
+    number = numbers.Real if kind == "float" else numbers.Integral
+    return isinstance(value, number) and not isinstance(value, bool)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -69,8 +83,17 @@ class SocProfile:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-                raise ValueError(f"SocProfile.{field.name} must be >= 0, got {value!r}")
+            kind = str(field.type)  # the annotation's text: "int", "float", "int | None"...
+            if not _is_a(value, kind):
+                raise TypeError(
+                    f"SocProfile.{field.name} must be {kind}, got {type(value).__name__}"
+                )
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                continue
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"SocProfile.{field.name} must be finite and >= 0, got {value!r}")
+            if field.name.endswith("_us") and value > _DAY_US:
+                raise ValueError(f"SocProfile.{field.name} must be at most a day, got {value!r}")
         if self.core_threads < 1:
             raise ValueError("SocProfile.core_threads must be >= 1")
         if self.reserved_streams > self.stream_limit:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from aclasync._pyacl import surface
@@ -192,6 +194,32 @@ def test_visible_devices_stop_at_the_first_bad_entry(make_rt, check):
     assert check(make_rt(device_count=4, visible_devices="").rt.get_device_count()) == 0
     with pytest.raises(TypeError, match="visible_devices"):
         create(visible_devices=3)
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "message"),
+    [
+        ({"notify_latency_us": math.inf}, ValueError, "notify_latency_us must be finite"),
+        ({"notify_latency_us": math.nan}, ValueError, "notify_latency_us must be finite"),
+        ({"notify_latency_us": 1e300}, ValueError, "notify_latency_us must be at most a day"),
+        ({"notify_latency_us": "200"}, TypeError, "notify_latency_us must be float, got str"),
+        ({"stream_limit": "3"}, TypeError, "stream_limit must be int, got str"),
+        ({"stream_limit": 3.0}, TypeError, "stream_limit must be int, got float"),
+        ({"max_priority": "7"}, TypeError, "max_priority must be int | None, got str"),
+        ({"overflow_switch_supported": 1}, TypeError, "must be bool, got int"),
+        ({"h2d_gbps": -1.0}, ValueError, "h2d_gbps must be finite and >= 0"),
+    ],
+)
+def test_a_bad_model_parameter_is_refused_at_creation(params, error, message):
+    # Before, inf or a str was taken, and the device worker died at its first wait.
+    with pytest.raises(error, match=message):
+        create(**params)
+
+
+def test_model_parameters_take_numpy_scalars_and_none(make_rt, check):
+    rt = make_rt(stream_limit=np.int64(64), notify_latency_us=np.float32(5), max_priority=None)
+    assert rt.sim.profile.stream_limit == 64
+    check(rt.rt.set_device(0))
 
 
 def test_environment_is_read_when_a_runtime_is_created(monkeypatch, make_rt, check):
