@@ -53,7 +53,8 @@ from ._device import Device, open_device
 
 __all__ = ["acl_sim", "assert_no_leaked_threads", "pytest_configure", "sim_device"]
 
-#: Prefix of every thread aclasync starts (device workers, simulator threads).
+#: Prefix of every thread aclasync starts (device workers, waiting threads, the
+#: simulator's threads, those ``acl.util.start_thread`` starts included).
 _THREAD_PREFIX = "aclasync-"
 
 
@@ -72,7 +73,10 @@ def acl_sim(request: pytest.FixtureRequest) -> Iterator[sim.SimAcl]:
 
     ``@pytest.mark.aclasync_sim(device_count=..., soc=..., **model_params)`` passes its
     keyword arguments to ``aclasync.sim.create``; without the marker the runtime has two
-    ``Ascend910B3`` devices.
+    ``Ascend910B3`` devices. Every device is visible unless the marker says otherwise
+    (``visible_devices=``): ``ASCEND_RT_VISIBLE_DEVICES``, often set on a machine with
+    cards, does not reach the test. Only the closest marker counts (pytest's rule): a
+    function's marker replaces its module's, its keywords are not merged.
     """
     marker = request.node.get_closest_marker("aclasync_sim")
     options = {}
@@ -88,6 +92,9 @@ def acl_sim(request: pytest.FixtureRequest) -> Iterator[sim.SimAcl]:
                 "@pytest.mark.aclasync_sim: acl_sim is the full simulator; call "
                 "aclasync.sim.create(strict=True) in the test for a strict one"
             )
+    count = options.get("device_count", 2)
+    if "visible_devices" not in options and isinstance(count, int) and count >= 1:
+        options["visible_devices"] = range(count)  # not the environment's choice
     runtime = sim.create(**options)
     try:
         yield runtime

@@ -83,7 +83,59 @@ def test_zz_everything_was_closed():
 
 def test_plugin_is_registered_as_a_pytest11_entry_point() -> None:
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="pytest11")}
-    assert plugins.get("aclasync") == "aclasync.testing"
+    # Named as its module, so that a conftest's ``pytest_plugins = ["aclasync.testing"]``
+    # (or ``-p aclasync.testing``) finds it registered instead of registering it twice.
+    assert plugins.get("aclasync.testing") == "aclasync.testing"
+
+
+@pytest.mark.parametrize("how", ["conftest", "-p"])
+def test_loading_the_plugin_by_name_as_well_is_harmless(
+    pytester: pytest.Pytester, how: str
+) -> None:
+    if how == "conftest":
+        pytester.makeconftest('pytest_plugins = ["aclasync.testing"]')
+    pytester.makepyfile(
+        """
+        def test_runtime(acl_sim):
+            assert acl_sim.rt.get_device_count() == (2, 0)
+        """
+    )
+    args = ["-p", "aclasync.testing"] if how == "-p" else []
+    result = pytester.runpytest(*args, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_environments_visible_devices_do_not_reach_the_fixture(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "3")  # as a card machine may have it
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_default(acl_sim):
+            assert acl_sim.rt.get_device_count() == (2, 0)
+
+        @pytest.mark.aclasync_sim(device_count=4)
+        def test_four(acl_sim):
+            assert acl_sim.rt.get_device_count() == (4, 0)
+
+        @pytest.mark.aclasync_sim(device_count=4, visible_devices="3,1")
+        def test_chosen(acl_sim):
+            assert acl_sim.rt.get_device_count() == (2, 0)
+            assert acl_sim.rt.get_phy_dev_id_by_logic_dev_id(0) == (3, 0)
+
+        @pytest.mark.anyio
+        async def test_device(sim_device):
+            assert sim_device.id == 0
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.stdout.fnmatch_lines(["*test_chosen PASSED*", "*test_device?asyncio? PASSED*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] >= 4
+    assert "failed" not in outcomes
+    assert "errors" not in outcomes
 
 
 def test_fixtures_work_on_asyncio_and_trio(pytester: pytest.Pytester) -> None:
@@ -136,5 +188,20 @@ def test_assert_no_leaked_threads_sees_an_unclosed_runtime() -> None:
         with pytest.raises(AssertionError, match="aclasync-sim-dev0"):
             assert_no_leaked_threads(timeout=0)
     finally:
+        runtime.sim.close()
+    assert_no_leaked_threads()
+
+
+def test_assert_no_leaked_threads_sees_a_util_thread_left_running() -> None:
+    runtime = aclasync.sim.create(device_count=1)
+    release = threading.Event()
+    thread_id, ret = runtime.util.start_thread(release.wait, None)
+    assert ret == 0
+    try:
+        with pytest.raises(AssertionError, match="aclasync-sim-util"):
+            assert_no_leaked_threads(timeout=0)
+    finally:
+        release.set()
+        assert runtime.util.stop_thread(thread_id) == 0
         runtime.sim.close()
     assert_no_leaked_threads()

@@ -138,7 +138,7 @@ def _join_new_threads(before: set[threading.Thread], deadline: float) -> bool:
     for thread in threading.enumerate():
         if thread in before or thread is threading.current_thread():
             continue
-        if thread.daemon and not thread.name.startswith(("aclasync", "acl-")):
+        if thread.daemon and not thread.name.startswith("aclasync"):
             continue  # an idle pool thread of anyio or trio: it ends on its own
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():

@@ -90,6 +90,7 @@ class SocProfile:
                 )
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 continue
+            value = float(value)
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"SocProfile.{field.name} must be finite and >= 0, got {value!r}")
             if field.name.endswith("_us") and value > _DAY_US:

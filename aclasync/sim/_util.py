@@ -108,7 +108,7 @@ class Util(_UtilSurface):
         if not callable(fn):
             raise TypeError("parameter must be callable")
         thread = threading.Thread(
-            target=self._run, args=(fn, fn_args), name="acl-util-thread", daemon=True
+            target=self._run, args=(fn, fn_args), name="aclasync-sim-util", daemon=True
         )
         with self._lock:
             thread.start()
