@@ -159,7 +159,7 @@ class DeviceState:
         """
         if self.closed or self.worker.death is not None:
             self.check_open()
-        waiter = Waiter(current_delivery())
+        waiter = Waiter(current_delivery(), timed=timed)
         if record is None:
             self.worker.submit(Fence(lane, waiter, timed))
         else:

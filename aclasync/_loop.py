@@ -63,23 +63,41 @@ class Waiter:
     """One wait for a worker result.
 
     The worker sets ``result`` (an ``outcome.Outcome``) and hands the waiter to its
-    delivery. ``seen`` is set by the worker when it first looks at the job and
-    ``expired`` by ``wait`` when its timeout ran out before that: the worker then
-    answers at once instead of parking the waiter, which is what lets ``timeout=0``
-    poll once, as pyACL's timed waits do. ``abandoned`` tells the worker that nobody
-    will read the result.
+    delivery. ``abandoned`` tells the worker that nobody will read the result. A timed
+    wait (``timed=True``) has a ``claim``: whichever of the worker and the loop takes it
+    first decides what a wait not done at the worker's first look becomes. The worker
+    takes it when it parks the wait (``keep``): a timeout running out later raises at
+    once. The loop takes it when the timeout runs out first: the worker then answers at
+    its first look, done or ``EXPIRED``, which is what lets ``timeout=0`` poll once, as
+    pyACL's timed waits do, however long that look takes.
     """
 
-    __slots__ = ("_future", "_task", "abandoned", "delivery", "expired", "result", "seen")
+    __slots__ = ("_future", "_task", "abandoned", "claim", "delivery", "result")
 
-    def __init__(self, delivery: Delivery) -> None:
+    def __init__(self, delivery: Delivery, *, timed: bool = False) -> None:
         self.delivery = delivery
         self.result: outcome.Outcome[Any] | None = None
         self.abandoned = False
-        self.seen = False
-        self.expired = False
+        #: One item, popped by the first to decide (``list.pop`` is atomic).
+        self.claim: list[None] | None = [None] if timed else None
         self._future: asyncio.Future[None] | None = None
         self._task: Any = None
+
+    def keep(self) -> bool:
+        """(worker) Park a wait its first look found not done? False if its timeout
+        ran out first: answer it ``EXPIRED`` instead."""
+        claim = self.claim
+        if claim is None:
+            return True
+        try:
+            claim.pop()
+        except IndexError:
+            return False
+        return True
+
+    def expired(self) -> bool:
+        """(worker) Whether the wait's timeout ran out before the worker decided it."""
+        return self.claim is not None and not self.claim
 
     async def wait(
         self,
@@ -89,11 +107,11 @@ class Waiter:
     ) -> Any:
         """Wait for the worker's result and return it (or raise what it holds).
 
-        Always checkpoints. If *timeout* (seconds) runs out after the worker has
-        looked at the job, the wait is abandoned and ``on_timeout()`` is raised; if
-        it runs out before, the worker's first look decides (done: the result; not
-        done: ``on_timeout()``). Cancellation abandons the wait: whatever the worker
-        was doing carries on and its result is dropped.
+        Always checkpoints. If *timeout* (seconds; the waiter must be ``timed``) runs
+        out after the worker parked the wait, the wait is abandoned and
+        ``on_timeout()`` is raised; if it runs out before, the worker's first look
+        decides (done: the result; not done: ``on_timeout()``). Cancellation abandons
+        the wait: whatever the worker was doing carries on and its result is dropped.
         """
         try:
             if timeout is None:
@@ -103,12 +121,14 @@ class Waiter:
                 else:
                     await anyio.lowlevel.checkpoint()
             else:
+                assert self.claim is not None, "a timed wait needs Waiter(timed=True)"
                 with anyio.move_on_after(timeout):
                     await self._park()
                 if self.result is None:
-                    self.expired = True
-                    if self.seen:
-                        raise self._timed_out(on_timeout)
+                    try:
+                        self.claim.pop()
+                    except IndexError:  # the worker parked it: not done at its look
+                        raise self._timed_out(on_timeout) from None
                     await self._park()  # the worker answers at its first look
         except BaseException:
             self.abandoned = True

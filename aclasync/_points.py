@@ -59,7 +59,7 @@ class Points:
 
     def park(self, lane: Lane, point: Watch, waiter: Waiter) -> None:
         """Add *waiter* to *point*, or answer it if its timeout ran out already."""
-        if waiter.expired:  # its timeout ran out before the worker's first look
+        if not waiter.keep():  # its timeout ran out before the worker's first look
             self.out.put(waiter, EXPIRED)
         else:
             point.add(waiter)
@@ -67,7 +67,6 @@ class Points:
 
     def watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
         """Answer *waiter* now, or once *event* (its *record* on *lane*) completes."""
-        waiter.seen = True
         watches, out = lane.watches, self.out
         index = lane.find(record.seq)
         if record.failure is not None:  # never recorded: nothing will ever complete
@@ -83,7 +82,7 @@ class Points:
                 out.put(waiter, self._failed(ret, lane)())
             elif status == EVENT_COMPLETE:
                 out.put(waiter, DONE)
-            elif waiter.expired:
+            elif waiter.expired():
                 out.put(waiter, EXPIRED)
             else:
                 point = Watch(event, record.seq, fence=False, launches=-1)

@@ -72,7 +72,6 @@ class Watcher:
         """Answer a sync of a stream known idle at once (no lock: ``idle_at`` is ours)."""
         if lane.idle_at != (lane.launches, calls) or self._points.out:
             return False
-        waiter.seen = True
         waiter.result = DONE
         post_to(waiter.delivery, (waiter,))
         return True
@@ -89,7 +88,6 @@ class Watcher:
             return False
         if points.out:
             self.flush()
-        waiter.seen = True
         launches = lane.launches  # the worker is the one that counts: it waits here
         ret = self.wait_tail(lane, lambda: jobs_came() or waiter.abandoned)
         if is_timeout(ret):
@@ -123,7 +121,6 @@ class Watcher:
         """Answer *waiter* once the work queued on *lane* so far is done (*timed*: the
         wait has a timeout, so this first look must answer an idle stream)."""
         with self.lock:
-            waiter.seen = True
             watches, points = lane.watches, self._points
             if waiter.abandoned:
                 return  # cancelled before a look: nobody to answer
@@ -134,7 +131,7 @@ class Watcher:
             elif lane.idle_at == (lane.launches, calls):
                 points.out.put(waiter, DONE)  # idle since the last look: nothing to ask
             else:
-                self._fence(lane, waiter, timed or waiter.expired, calls)
+                self._fence(lane, waiter, timed, calls)
                 if (
                     len(points.waiting) == 1
                     and lane.loan is Loan.FREE
@@ -158,7 +155,7 @@ class Watcher:
                 lane.synced(lane.launches, calls)
                 self._points.out.put(waiter, DONE)
                 return
-            if waiter.expired:  # its timeout ran out before this first look
+            if waiter.expired():  # its timeout ran out before this first look
                 self._points.out.put(waiter, EXPIRED)
                 return
         self._asked.add(lane)  # looked at, or too fresh to: not swept this round

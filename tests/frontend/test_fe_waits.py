@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from frontend_support import Gate, Log, RecordingAcl, ms, opened
+from frontend_support import Gate, Log, ProxyAcl, RecordingAcl, ms, opened
 
 import aclasync
 from aclasync import StreamFlag
@@ -383,3 +383,57 @@ async def test_an_untimed_sync_starts_without_asking_first(
                     stream.launch(kernel, Kernel())
                     await stream.synchronize()
                 assert await stream.query()
+
+
+class _SlowLookAcl(ProxyAcl):
+    """Once armed, the worker's looks (``stream_query``, ``query_event_status``) say
+    when they begin and return only once released: a slow driver call."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.armed = False
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+        if self.armed and name in ("stream_query", "query_event_status"):
+            self.entered.set()
+            assert self.release.wait(10.0), "never released"
+
+
+@pytest.mark.parametrize("what", ["stream", "event"])
+async def test_timeout_zero_on_idle_work_is_answered_by_a_slow_first_look(
+    rt: Any, what: str
+) -> None:
+    # timeout=0 polls once: the look decides, however long it takes. The loop's timeout
+    # used to raise AclTimeoutError as soon as the worker had begun the look.
+    acl = _SlowLookAcl(rt)
+    async with opened(acl) as dev, dev.create_stream() as s:
+        event = await s.record_event()
+        await s.synchronize()
+        await dev.call(lambda: None)  # the stream is no longer known idle: a look is needed
+        results: list[str] = []
+        submitted = anyio.Event()
+
+        async def poll() -> None:
+            waitable = s if what == "stream" else event
+            acl.armed = True
+            submitted.set()  # the wait is submitted before its first checkpoint
+            try:
+                await waitable.synchronize(timeout=0)
+                results.append("done")
+            except aclasync.AclTimeoutError:
+                results.append("timed out")
+
+        async def hold_the_loop() -> None:
+            await submitted.wait()
+            assert acl.entered.wait(10.0)  # blocks the loop until the look has begun
+            await anyio.sleep(0.05)  # the poll's timeout is due: it decides here
+            acl.armed = False
+            acl.release.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(poll)
+            tg.start_soon(hold_the_loop)
+        assert results == ["done"]
+        await event.aclose()
