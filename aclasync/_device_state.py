@@ -180,6 +180,8 @@ class DeviceState:
         it and no call on the device (a call may queue work on any stream). Then a
         further sync would return at once without raising.
         """
+        if lane.shared:  # others may have queued work on it since
+            return False
         return lane.settled_at == (lane.submitted, self.calls) and not lane.errors
 
     def never_recorded(self, lane: Lane, record: EventRecord) -> bool:

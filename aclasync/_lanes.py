@@ -126,6 +126,9 @@ class Lane:
     flags: int = 0  # as validated where the stream was created
     #: A stream (or event) aclasync wrapped: never destroyed nor synced at the end.
     borrowed: bool = field(default=False, kw_only=True)
+    #: Others may queue work on it (wrapped, or its handle given out): the counters
+    #: below see aclasync's work only, so they never say it is idle or collected.
+    shared: bool = field(default=False, init=False)
     fast_sync: bool = field(init=False)
     life: Life = field(default=Life.OPEN, init=False)
     loan: Loan = field(default=Loan.FREE, init=False)
@@ -151,6 +154,7 @@ class Lane:
 
     def __post_init__(self) -> None:
         self.fast_sync = bool(self.flags & StreamFlag.FAST_SYNC)
+        self.shared = self.borrowed
 
     def __repr__(self) -> str:
         return f"<Lane {self.handle:#x} {self.life.name} {self.loan.name}>"
@@ -189,6 +193,28 @@ class Lane:
     def queue(self) -> None:
         """A call was queued on the stream (or was refused)."""
         self.launches += 1
+
+    def share(self) -> None:
+        """Its handle was given out: others may queue work on it from now on."""
+        self.shared = True
+
+    def known_idle(self, calls: int) -> bool:
+        """Whether a look found it idle with nothing queued since (*calls*: the
+        worker's arbitrary calls so far, any of which may queue work on it)."""
+        return not self.shared and self.idle_at == (self.launches, calls)
+
+    def uncollected(self, launches: int) -> bool:
+        """Whether failures of its first *launches* calls may not be collected yet."""
+        return self.shared or launches > self.collected
+
+    def shareable_tail(self) -> Watch | None:
+        """Its last point, if a new sync may wait for it: a fence nothing was queued
+        behind (on a shared stream, only while open: once its event is recorded,
+        nobody can say that)."""
+        last = self.watches[-1] if self.watches else None
+        if last is None or not last.fence or last.launches != self.launches:
+            return None
+        return None if self.shared and last.event else last
 
     def synced(self, launches: int, calls: int | None = None) -> None:
         """A sync returned with the failures of the first *launches* calls collected;

@@ -111,7 +111,7 @@ class Points:
             if ret:
                 self.out.put_all(head.waiters, self._failed(ret, lane))
                 continue
-            if head.fence and head.launches > lane.collected:
+            if head.fence and lane.uncollected(head.launches):
                 # Kernel failures come from synchronize_stream only: collect them when
                 # the stream is idle (the call then returns at once): an open fence
                 # was just found so; work queued after a closed one leaves them for a

@@ -76,8 +76,10 @@ class Stream(AsyncResource):
         open; a thread that uses it must have set the device first (pyACL's rule:
         ``acl.rt.set_device``, or ``set_context`` of the device's context), and must
         not destroy it. Work it queues on the stream is the stream's: its failures are
-        raised by aclasync's awaits on it (docs/errors.md).
+        raised by aclasync's awaits on it (docs/errors.md), whose syncs from now on
+        always ask the runtime (aclasync no longer knows all the stream's work).
         """
+        self._lane.share()
         return 0, self.handle
 
     @property

@@ -70,7 +70,7 @@ class Watcher:
 
     def idle_answer(self, lane: Lane, waiter: Waiter, calls: int) -> bool:
         """Answer a sync of a stream known idle at once (no lock: ``idle_at`` is ours)."""
-        if lane.idle_at != (lane.launches, calls) or self._points.out:
+        if not lane.known_idle(calls) or self._points.out:
             return False
         waiter.result = DONE
         post_to(waiter.delivery, (waiter,))
@@ -121,14 +121,14 @@ class Watcher:
         """Answer *waiter* once the work queued on *lane* so far is done (*timed*: the
         wait has a timeout, so this first look must answer an idle stream)."""
         with self.lock:
-            watches, points = lane.watches, self._points
+            points = self._points
             if waiter.abandoned:
                 return  # cancelled before a look: nobody to answer
             if lane.closed:  # closing concurrently: nothing more will run on it
                 points.out.put(waiter, DONE)
-            elif watches and watches[-1].fence and watches[-1].launches == lane.launches:
-                points.park(lane, watches[-1], waiter)  # nothing queued since: share it
-            elif lane.idle_at == (lane.launches, calls):
+            elif (tail := lane.shareable_tail()) is not None:
+                points.park(lane, tail, waiter)  # nothing queued since: share it
+            elif lane.known_idle(calls):
                 points.out.put(waiter, DONE)  # idle since the last look: nothing to ask
             else:
                 self._fence(lane, waiter, timed, calls)
@@ -150,7 +150,7 @@ class Watcher:
                 self._points.out.put(waiter, outcome.Error(error))
                 return
             if status == STREAM_COMPLETE:
-                if lane.collected != lane.launches:  # else nothing ran since the last look
+                if lane.uncollected(lane.launches):  # else nothing ran since the last look
                     self._points.collect(lane)
                 lane.synced(lane.launches, calls)
                 self._points.out.put(waiter, DONE)

@@ -8,7 +8,8 @@ Who owns what:
   and ``life``;
 - the worker and the waiting thread, under ``Watcher.lock``: the streams waited for,
   each lane's ``watches`` and ``loan``, the resolved waiters;
-- the event loop: the inbox's appending end, ``Lane.submitted`` and ``settled_at``; it
+- the event loop: the inbox's appending end, ``Lane.submitted``, ``settled_at`` and
+  ``shared`` (set once, when the stream's handle is given out); it
   pops ``Lane.errors`` and ``orphan_errors``, which the worker appends to (deques).
 """
 

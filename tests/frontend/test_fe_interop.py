@@ -422,3 +422,69 @@ async def test_a_wrapper_made_while_another_closes_waits_for_its_own_work(
         await second.synchronize()
         await second.aclose()
     owner.finish()
+
+
+async def _held_until_opened(sync: Any, gate: Gate) -> None:
+    """Await *sync* while *gate* holds the stream's kernel: it must not end first."""
+    done = anyio.Event()
+
+    async def run() -> None:
+        await sync()
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        assert await anyio.to_thread.run_sync(gate.started.wait, LIMIT_S)
+        await anyio.sleep(0.05)  # the kernel cannot end while the gate is closed
+        assert not done.is_set(), "the sync returned while the owner's kernel ran"
+        gate.open()
+
+
+@pytest.mark.parametrize("how", ["stream", "device"])
+async def test_a_wrapped_stream_found_idle_once_still_waits_for_the_owners_next_work(
+    rt: Any, owner: Owner, how: str
+) -> None:
+    # The torch_npu pattern: each request queues work, then awaits the stream. A sync
+    # that had found the stream idle made the next ones answer at once from aclasync's
+    # own counts, which never see the owner's work or its failures.
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            stream = dev.wrap_stream(owner.stream)
+            sync = stream.synchronize if how == "stream" else dev.synchronize
+            owner.queue_work(Kernel())
+            await sync()
+            await sync()  # found idle twice: the case that was answered from the counts
+            gate = Gate()
+            owner.queue_work(gate.kernel())
+            await _held_until_opened(sync, gate)
+            owner.queue_work(Kernel(error=AICORE_EXCEPTION))
+            with pytest.raises(aclasync.AclError) as failure:
+                await sync()
+            assert failure.value.code == AICORE_EXCEPTION
+            await sync()  # reported once
+    assert owner.finish() == (0, 0, 0, 0, 0)
+
+
+async def test_work_another_thread_queues_by_the_protocol_is_awaited_and_reported(
+    rt: Any,
+) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as mine:
+            await mine.synchronize()
+            await mine.synchronize()  # known idle, by aclasync's counts
+            _, handle = mine.__acl_stream__()
+
+            def other_thread(kernel: Kernel) -> tuple[int, int, int]:
+                acl = rt.rt
+                setting = acl.set_device(0)
+                return setting, rt.sim.launch_kernel(kernel, handle), acl.reset_device(0)
+
+            gate = Gate()
+            assert await anyio.to_thread.run_sync(other_thread, gate.kernel()) == (0, 0, 0)
+            await _held_until_opened(mine.synchronize, gate)
+            failing = Kernel(error=AICORE_EXCEPTION)
+            assert await anyio.to_thread.run_sync(other_thread, failing) == (0, 0, 0)
+            with pytest.raises(aclasync.AclError) as failure:
+                await mine.synchronize()
+            assert failure.value.code == AICORE_EXCEPTION
+            await mine.synchronize()
