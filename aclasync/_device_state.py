@@ -320,10 +320,8 @@ class DeviceState:
                     return  # force-closed meanwhile: that close reports what it held
                 self._lanes.pop(lane, None)
                 self.hand_over(self._take_all([lane.errors]), exc)
-                close = functools.partial(
-                    self.worker.close_stream, lane, force=False, reported=False
-                )
-                self.post(close)
+                # Destroyed once its work is done, without holding the worker meanwhile.
+                self.post(functools.partial(self.worker.close_when_done, lane), queues_work=False)
                 raise
         close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
         with anyio.CancelScope(shield=True):

@@ -126,6 +126,8 @@ class Lane:
     flags: int = 0  # as validated where the stream was created
     #: A stream (or event) aclasync wrapped: never destroyed nor synced at the end.
     borrowed: bool = field(default=False, kw_only=True)
+    #: Its close was cancelled: its failures go to the device from now on.
+    disowned: bool = field(default=False, init=False)
     #: Others may queue work on it (wrapped, or its handle given out): the counters
     #: below see aclasync's work only, so they never say it is idle or collected.
     shared: bool = field(default=False, init=False)
@@ -193,6 +195,10 @@ class Lane:
     def queue(self) -> None:
         """A call was queued on the stream (or was refused)."""
         self.launches += 1
+
+    def disown(self) -> None:
+        """Its close was cancelled: nobody will await it any more."""
+        self.disowned = True
 
     def share(self) -> None:
         """Its handle was given out: others may queue work on it from now on."""

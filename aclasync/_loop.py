@@ -35,6 +35,7 @@ __all__ = [
     "Flag",
     "Outbox",
     "Ready",
+    "Then",
     "Waiter",
     "current_delivery",
     "post",
@@ -197,6 +198,18 @@ class Delivery:
 
     def _resume(self, waiter: Waiter) -> None:
         raise NotImplementedError
+
+
+class Then(Delivery):
+    """Runs *fn* on the thread that resolves its waiter, in place of resuming a task:
+    what to do once a worker reached a point nobody awaits (the result is dropped)."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        super().__init__(lambda _: None)
+        self._fn = fn
+
+    def post(self, waiters: Iterable[Waiter]) -> None:
+        self._fn()
 
 
 class _AsyncioDelivery(Delivery):

@@ -16,6 +16,8 @@ Who owns what:
 from __future__ import annotations
 
 import _thread
+import contextlib
+import functools
 import itertools
 import os
 import threading
@@ -28,9 +30,9 @@ import outcome
 
 from ._errors import AclError, DeviceBrokenError, call_name
 from ._handles import Handles
-from ._jobs import Call, Job, Record, Stop
+from ._jobs import Call, Job, Record, Run, Stop
 from ._lanes import EventRecord, Lane, Life
-from ._loop import Waiter, post
+from ._loop import Then, Waiter, post
 from ._options import WorkerOptions
 from ._platform import precise_timers
 from ._points import STREAM_ABORT
@@ -289,6 +291,21 @@ class DeviceWorker:
             while lane.errors:
                 self.orphan_errors.append(lane.errors.popleft())
 
+    def close_when_done(self, lane: Lane) -> None:
+        """A close of *lane* was cancelled: its failures go to the device from now on,
+        and it is destroyed once its work is done, waited for as any sync is (the
+        worker is not held meanwhile)."""
+        lane.disown()
+        while lane.errors:
+            self.orphan_errors.append(lane.errors.popleft())
+        close = functools.partial(self.close_stream, lane, force=False, reported=False)
+
+        def queue_close() -> None:  # on a thread of the device, once the work is done
+            with contextlib.suppress(DeviceBrokenError):  # it died: it released all
+                self.submit(Run(close))
+
+        self.fence_now(lane, Waiter(Then(queue_close)), timed=False)
+
     def record(self, lane: Lane, timing: bool) -> tuple[int, EventRecord]:
         """Record an event on *lane*: its handle and record. A failed record raises its
         ``AclError`` and hands out no event."""
@@ -338,7 +355,8 @@ class DeviceWorker:
         self.handles.release_after_death(reset=self._device_set)
 
     def _fail(self, lane: Lane, error: BaseException) -> None:
-        lane.errors.append((next(self._error_seq), error))
+        errors = self.orphan_errors if lane.disowned else lane.errors
+        errors.append((next(self._error_seq), error))
 
     def orphan(self, error: BaseException) -> None:
         """Give the device a failure nobody else can report (from any thread)."""

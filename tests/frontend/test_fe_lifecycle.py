@@ -132,6 +132,38 @@ async def test_cancelled_aclose_still_closes_and_keeps_queued_work(rt: Any) -> N
     assert log.snapshot() == ["last"]
 
 
+async def test_a_cancelled_close_does_not_hold_the_device_for_its_streams_work(
+    rt: Any,
+) -> None:
+    # The request-timeout pattern: `async with create_stream()` cancelled while its exit
+    # waits. The destroy that follows used to block the device worker in the stream's
+    # sync until its kernel ended, stalling every other stream of the device.
+    gate = Gate()
+    try:
+        with anyio.fail_after(10):
+            async with opened(rt) as dev, dev.create_stream() as other:
+                kernel = dev.acl.sim.launch_kernel
+                before = dev.acl.sim.live_objects()["streams"]
+                with anyio.CancelScope() as scope:
+                    async with dev.create_stream() as s:
+                        s.launch(kernel, gate.kernel())
+                        s.launch(kernel, Kernel(error=507015))
+                        await anyio.to_thread.run_sync(gate.started.wait, 10)
+                        scope.cancel()  # the exit's wait is cancelled
+                assert scope.cancelled_caught
+                other.launch(kernel, Kernel())
+                await other.synchronize(timeout=5)  # with the gate still closed
+                assert dev.acl.sim.live_objects()["streams"] == before + 1
+                gate.open()
+                while dev.acl.sim.live_objects()["streams"] != before:  # noqa: ASYNC110
+                    await anyio.sleep(0.005)  # destroyed once its work ended
+                with pytest.raises(aclasync.AclError) as failure:
+                    await dev.synchronize()  # the closed stream's failure is the device's
+                assert failure.value.code == 507015
+    finally:
+        gate.open()
+
+
 async def test_forced_aclose_drops_queued_work_without_waiting(rt: Any) -> None:
     log = Log()
     gate = Gate()
