@@ -265,7 +265,9 @@ class Stream(AsyncResource):
     async def set_failure_mode(self, mode: FailureMode | int) -> None:
         """Set what a failing task does to later ones (``acl.rt.set_stream_failure_mode``).
 
-        The runtime allows this once per stream and not on the default stream.
+        The runtime takes the mode the stream has again as a no-op, but a ``STOP``
+        stream cannot go back to ``CONTINUE`` (207000), and the default stream takes
+        neither on most SoCs.
         A short worker round trip; cancellation abandons the wait only (the call still
         runs, in order, on the worker). Then raises the stream's oldest unreported
         failure, if any.

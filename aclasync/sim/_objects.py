@@ -85,7 +85,6 @@ class SimStream:
         "alive",
         "context",
         "failure_mode",
-        "failure_mode_set",
         "flags",
         "free_at",
         "handle",
@@ -124,7 +123,6 @@ class SimStream:
         self.free_at = 0.0  # when its last task finished (monotonic seconds)
         self.pending_error = 0
         self.failure_mode = 0
-        self.failure_mode_set = False
         self.aborted = False
         self.overflow_switch = 0
         self.launched = False

@@ -112,8 +112,10 @@ class ControlCalls(CallGroup):
         """Set the kernel time limit in microseconds; return ``(actual, ret)``.
 
         The limit is rounded up to the timeout interval; above ``(2**32 - 1)`` ms gives
-        107000.
+        107000. It needs a current context (``ApiImpl::SetOpExecuteTimeOutV2``: 107002).
         """
+        if self._core.context is None:
+            return 0, RC.CONTEXT_NULL
         if not 0 <= timeout <= _MAX_OP_TIMEOUT_US:
             return 0, RC.PARAM_INVALID
         interval = OP_TIMEOUT_INTERVAL_US
@@ -123,7 +125,12 @@ class ControlCalls(CallGroup):
 
     @parsed("acl.rt.get_op_timeout_interval")
     def get_op_timeout_interval(self) -> tuple[int, int]:
-        """Return ``(microseconds, ret)``: the granularity of the kernel time limit."""
+        """Return ``(microseconds, ret)``: the granularity of the kernel time limit.
+
+        It needs a current context (``ApiImpl::GetOpTimeOutInterval``: ``(0, 107002)``).
+        """
+        if self._core.context is None:
+            return 0, RC.CONTEXT_NULL
         return OP_TIMEOUT_INTERVAL_US, RC.OK
 
     @parsed("acl.rt.get_op_execute_timeout")

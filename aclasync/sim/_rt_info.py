@@ -24,6 +24,12 @@ _TS_IDS = (0, 1)  # ACL_TS_ID_AICORE, ACL_TS_ID_AIVECTOR
 _STATUS_NORMAL = 0
 _RES_TYPES = (0, 1)  # ACL_RT_DEV_RES_CUBE_CORE, ACL_RT_DEV_RES_VECTOR_CORE
 _UUID_NAMESPACE = uuid.UUID("6f2d5a8e-34a1-4c1b-9a57-5c1e0a0c9e11")
+_UTILIZATION_UNKNOWN = -1  # DEVICE_UTILIZATION_NOT_SUPPORT (device.cpp)
+
+
+def _as_c_int(value: int) -> int:
+    """*value* read as a C ``int``: its low 32 bits, signed."""
+    return ((value & 0xFFFF_FFFF) ^ 0x8000_0000) - 0x8000_0000
 
 
 class DeviceInfoCalls(CallGroup):
@@ -42,7 +48,12 @@ class DeviceInfoCalls(CallGroup):
 
     @parsed("acl.rt.get_device_info")
     def get_device_info(self, device_id: int, attr: int, /) -> tuple[int, int]:
-        """Return ``(value, ret)`` for an ``aclrtDevAttr``; 107000 for attributes not modelled."""
+        """Return ``(value, ret)`` for an ``aclrtDevAttr``; 107000 for attributes not modelled.
+
+        pyACL builds the result with ``Py_BuildValue("ii", value, ret)`` from an
+        ``int64_t`` value, so the caller gets its low 32 bits as a signed C ``int``: the
+        64 GiB of ``ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE`` (301) read 0.
+        """
         device, ret = self._device_or_code(device_id)
         if device is None:
             return 0, ret
@@ -59,7 +70,7 @@ class DeviceInfoCalls(CallGroup):
         }
         if attr not in values:
             return 0, RC.PARAM_INVALID
-        return values[attr], RC.OK
+        return _as_c_int(values[attr]), RC.OK
 
     @parsed("acl.rt.get_device_capability")
     def get_device_capability(self, device_id: int, feature: int, /) -> tuple[int, int]:
@@ -79,26 +90,30 @@ class DeviceInfoCalls(CallGroup):
 
     @parsed("acl.rt.get_device_utilization_rate")
     def get_device_utilization_rate(self, device_id: int, /) -> tuple[dict[str, Any], int]:
-        """Return ``(info, ret)``: cube/vector busy now (0 or 100) and memory in use (%)."""
-        device, ret = self._device_or_code(device_id)
-        busy = 0
-        memory = 0
+        """Return ``(info, 0)``: cube/vector busy now (0 or 100), AI CPU 0.
+
+        As ``aclrtGetDeviceUtilizationRateImpl``: memory utilization is always -1 (not
+        supported), and a query that fails (an unknown device) makes its field -1 while
+        ``ret`` stays 0.
+        """
+        device = self._core.device(device_id)
+        busy = aicpu = _UTILIZATION_UNKNOWN
         if device is not None:
             with self._core.lock:
                 running = any(
                     s.running is not None and s.running.name == "kernel"
                     for s in device.all_streams()
                 )
-                busy = 100 if running else 0
-                memory = device.memory.used * 100 // max(device.memory.capacity, 1)
+            busy = 100 if running else 0
+            aicpu = 0
         info = {
             "cube_utilization": busy,
             "vector_utilization": busy,
-            "aicpu_utilization": 0,
-            "memory_utilization": memory,
+            "aicpu_utilization": aicpu,
+            "memory_utilization": _UTILIZATION_UNKNOWN,
             "utilization_extend": 0,
         }
-        return info, ret
+        return info, RC.OK
 
     @parsed("acl.rt.query_device_status")
     def query_device_status(self, device_id: int, /) -> tuple[int, int]:
@@ -215,32 +230,44 @@ class DeviceInfoCalls(CallGroup):
 
     @parsed("acl.rt.device_can_access_peer")
     def device_can_access_peer(self, device_id: int, peer_id: int, /) -> tuple[int, int]:
-        """Return ``(1, 0)`` for two distinct valid devices, ``(0, 0)`` for the same one."""
+        """Return ``(1, 0)`` for two distinct valid devices; one device twice gives
+        ``(0, 100000)`` (``aclrtDeviceCanAccessPeerImpl``, before the ids are looked at)."""
+        if device_id == peer_id:
+            return 0, RC.INVALID_PARAM
         for candidate in (device_id, peer_id):
             if self._core.device(candidate) is None:
                 return 0, RC.INVALID_DEVICEID
-        return int(device_id != peer_id), RC.OK
+        return 1, RC.OK
 
     @parsed("acl.rt.device_enable_peer_access")
     def device_enable_peer_access(self, peer_id: int, flags: int, /) -> int:
-        """Let the current device and *peer_id* copy to each other (``flags`` must be 0)."""
+        """Let the current device and *peer_id* copy to each other.
+
+        As ``aclrtDeviceEnablePeerAccessImpl``: non-zero ``flags`` give 200006 (a
+        reserved parameter, checked first), the current device itself 100000.
+        """
+        if flags != 0:
+            return RC.FEATURE_UNSUPPORTED
         ctx = self._core.context
         if ctx is None:
             return RC.CONTEXT_NULL
+        if peer_id == ctx.device.id:
+            return RC.INVALID_PARAM
         if self._core.device(peer_id) is None:
             return RC.INVALID_DEVICEID
-        if flags != 0 or peer_id == ctx.device.id:
-            return RC.PARAM_INVALID
         with self._core.lock:
             self._core.peers.add((ctx.device.id, peer_id))
         return RC.OK
 
     @parsed("acl.rt.device_disable_peer_access")
     def device_disable_peer_access(self, peer_id: int, /) -> int:
-        """Undo ``device_enable_peer_access``; 107000 if it was not enabled."""
+        """Undo ``device_enable_peer_access``; the current device itself gives 100000, a
+        peer not enabled 107000."""
         ctx = self._core.context
         if ctx is None:
             return RC.CONTEXT_NULL
+        if peer_id == ctx.device.id:
+            return RC.INVALID_PARAM
         if self._core.device(peer_id) is None:
             return RC.INVALID_DEVICEID
         with self._core.lock:

@@ -55,7 +55,10 @@ class MemoryCalls(CallGroup):
         check_ints("memcpy", dst, dst_max, src, count, kind)
         if count == 0:
             return RC.OK
-        plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
+        ret = _copy_arguments(dst, dst_max, src, count, kind, synchronous=True)
+        if ret:
+            return ret
+        plan, ret = self._plan_copy(dst, src, count)
         if plan is None:
             return ret
         target, source, seconds, _ = plan
@@ -71,10 +74,13 @@ class MemoryCalls(CallGroup):
         check_ints("memcpy_async", dst, dst_max, src, count, kind, stream)
         if count == 0:
             return RC.OK
+        ret = _copy_arguments(dst, dst_max, src, count, kind, synchronous=False)
+        if ret:
+            return ret
         found, ret = self._own_stream(stream)
         if found is None:
             return ret
-        plan, ret = self._plan_copy(dst, dst_max, src, count, kind)
+        plan, ret = self._plan_copy(dst, src, count)
         if plan is None:
             return ret
         target, source, seconds, pinned = plan
@@ -93,7 +99,13 @@ class MemoryCalls(CallGroup):
         check_ints("memset", dev_ptr, max_count, value, count)
         if count == 0:
             return RC.OK
-        plan, ret = self._plan_fill(dev_ptr, max_count, count)
+        if dev_ptr == 0:
+            return RC.INVALID_PARAM
+        if self._core.context is None:
+            return RC.CONTEXT_NULL
+        if count > max_count:  # the driver refuses it; the simulator's code for that
+            return RC.INVALID_PARAM
+        plan, ret = self._plan_fill(dev_ptr, count)
         if plan is None:
             return ret
         target, seconds = plan
@@ -109,10 +121,14 @@ class MemoryCalls(CallGroup):
         check_ints("memset_async", dev_ptr, max_count, value, count, stream)
         if count == 0:
             return RC.OK
+        if dev_ptr == 0:
+            return RC.INVALID_PARAM
+        if count > max_count:  # ApiErrorDecorator::MemsetAsync, before the stream
+            return RC.PARAM_INVALID
         found, ret = self._own_stream(stream)
         if found is None:
             return ret
-        plan, ret = self._plan_fill(dev_ptr, max_count, count)
+        plan, ret = self._plan_fill(dev_ptr, count)
         if plan is None:
             return ret
         target, seconds = plan
@@ -132,15 +148,12 @@ class MemoryCalls(CallGroup):
         return ret
 
     def _plan_copy(
-        self, dst: int, dst_max: int, src: int, count: int, kind: int
+        self, dst: int, src: int, count: int
     ) -> tuple[tuple[memoryview, memoryview, float, bool] | None, int]:
-        """Validate a copy of *count* > 0 bytes: (target, source, seconds, pinned) or a code."""
+        """Resolve a copy of *count* > 0 bytes whose arguments passed ``_copy_arguments``:
+        (target, source, seconds, pinned) or a code."""
         if self._core.context is None:
             return None, RC.CONTEXT_NULL
-        if dst == 0 or src == 0 or count < 0 or not 0 <= kind <= _MEMCPY_KIND_MAX:
-            return None, RC.INVALID_PARAM
-        if count > dst_max:
-            return None, RC.INVALID_PARAM
         target, dst_device, dst_pinned = self._core.resolve(dst, count, write=True)
         source, src_device, src_pinned = self._core.resolve(src, count, write=False)
         if target is None or source is None:
@@ -159,24 +172,38 @@ class MemoryCalls(CallGroup):
         seconds = count / (gbps * 1e9) if gbps else 0.0
         return (target, source, seconds, dst_pinned and src_pinned), RC.OK
 
-    def _plan_fill(
-        self, address: int, max_count: int, count: int
-    ) -> tuple[tuple[memoryview, float] | None, int]:
-        """Validate a fill of *count* > 0 bytes: (target view, seconds) or a code.
+    def _plan_fill(self, address: int, count: int) -> tuple[tuple[memoryview, float] | None, int]:
+        """Resolve a fill of *count* > 0 bytes at a non-null *address* (the arguments are
+        checked): (target view, seconds) or a code.
 
         A fill of device memory lasts ``count / d2d_gbps`` (the device writes its own
         memory), one of host memory ``count / h2d_gbps`` (written across the bus).
         """
         if self._core.context is None:
             return None, RC.CONTEXT_NULL
-        if address == 0 or count < 0 or count > max_count:
-            return None, RC.INVALID_PARAM
         target, device, _ = self._core.resolve(address, count, write=True)
         if target is None:
             return None, RC.PARAM_INVALID
         profile = self._core.profile
         gbps = profile.d2d_gbps if device is not None else profile.h2d_gbps
         return (target, count / (gbps * 1e9)), RC.OK
+
+
+def _copy_arguments(
+    dst: int, dst_max: int, src: int, count: int, kind: int, *, synchronous: bool
+) -> int:
+    """The checks of a copy of *count* > 0 bytes that come before the context and stream.
+
+    ``aclrtMemcpy(Async)Impl`` refuses null pointers and an unknown kind (100000);
+    the runtime's ``ApiErrorDecorator::MemCopySync`` / ``MemcpyAsync`` then refuse
+    ``count > destMax`` (and, for the synchronous copy, ``destMax == 0``) with
+    RT_ERROR_INVALID_VALUE (107000), before ``ApiImpl`` looks at the context.
+    """
+    if dst == 0 or src == 0 or not 0 <= kind <= _MEMCPY_KIND_MAX:
+        return RC.INVALID_PARAM
+    if (synchronous and dst_max == 0) or count > dst_max:
+        return RC.PARAM_INVALID
+    return RC.OK
 
 
 def _fill(target: memoryview, value: int) -> None:

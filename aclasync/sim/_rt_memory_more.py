@@ -14,7 +14,24 @@ from ._rc import RC
 
 __all__ = ["MoreMemoryCalls"]
 
-_MEMCPY_KIND_MAX = 7
+# aclrtMemcpyKind values CheckMemcpy2dParam accepts.
+_H2H, _H2D, _D2H, _D2D, _DEFAULT = 0, 1, 2, 3, 4
+_KINDS_2D = (_H2D, _D2H, _D2D, _DEFAULT)
+# Where a pointer lies, as the runtime's GetLocationType reports it.
+_HOST, _DEVICE, _UNREGISTERED = "host", "device", "unregistered"
+# ApiErrorDecorator::MemcpyKindAutoCorrect: (src, dst) -> (forced kind or None, kinds
+# allowed as given, the kind DEFAULT becomes).
+_KIND_RULES: dict[tuple[str, str], tuple[int | None, tuple[int, ...], int]] = {
+    (_HOST, _DEVICE): (_H2D, (), _H2D),
+    (_DEVICE, _HOST): (_D2H, (), _D2H),
+    (_HOST, _HOST): (_H2H, (), _H2H),
+    (_DEVICE, _DEVICE): (_D2D, (), _D2D),
+    (_UNREGISTERED, _DEVICE): (None, (_H2D, _D2D), _H2D),
+    (_DEVICE, _UNREGISTERED): (None, (_D2H, _D2D), _D2H),
+    (_HOST, _UNREGISTERED): (None, (_H2H, _H2D), _H2H),
+    (_UNREGISTERED, _HOST): (None, (_H2H, _D2H), _H2H),
+    (_UNREGISTERED, _UNREGISTERED): (None, (_H2H, _H2D, _D2H, _D2D), _H2H),
+}
 _CMO_TYPES = range(4)  # PREFETCH, WRITEBACK, INVALID, FLUSH
 _REGISTER_TYPES = (0x0, 0x4, 0x8)  # MAPPED, IOMEMORY, READONLY
 _LOCATION_HOST, _LOCATION_DEVICE, _LOCATION_UNREGISTERED = 0, 1, 2
@@ -94,12 +111,19 @@ class MoreMemoryCalls(CallGroup):
 
     @parsed("acl.rt.cmo_async")
     def cmo_async(self, src: int, size: int, cmo_type: int, stream: int, /) -> int:
-        """Queue a cache operation on device memory (a no-op task, in stream order)."""
-        _, found, ret = self._resolve_stream(stream)
+        """Queue a cache operation on device memory (a no-op task, in stream order).
+
+        A null *src* or a zero *size* gives 100000 (``aclrtCmoAsyncImpl``), a type other
+        than PREFETCH, WRITEBACK, INVALID, FLUSH 207000 (``rtCmoAsync``), both before the
+        stream is looked at.
+        """
+        if src == 0 or size == 0:
+            return RC.INVALID_PARAM
+        if cmo_type not in _CMO_TYPES:
+            return RC.FEATURE_NOT_SUPPORT
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
-        if cmo_type not in _CMO_TYPES:
-            return RC.PARAM_INVALID
         ret = self._device_range(src, size)
         if ret:
             return ret
@@ -114,15 +138,35 @@ class MoreMemoryCalls(CallGroup):
         """``memcpy_async`` (the runtime's extra conditions do not arise in the simulator)."""
         return self.memcpy_async(dst, dst_max, src, count, kind, stream)  # type: ignore[attr-defined,no-any-return]
 
+    def _location(self, address: int) -> str:
+        """Where *address* lies: device memory, ``malloc_host`` memory, or neither."""
+        core = self._core
+        if any(device.memory.contains(address) for device in core.devices):
+            return _DEVICE
+        return _HOST if core.host.find(address) is not None else _UNREGISTERED
+
+    def _kind_2d(self, dst: int, src: int, kind: int, *, synchronous: bool) -> int:
+        """The runtime's kind checks of a 2-D copy, from the pointers' locations.
+
+        ``ApiErrorDecorator::MemCopy2DSync`` refuses D2D outright (207000) and, once
+        ``MemcpyKindAutoCorrect`` has fitted the kind to where the pointers lie, anything
+        but H2D or D2H (107000); ``MemCopy2DAsync`` allows H2D, D2H and D2D.
+        """
+        if synchronous and kind == _D2D:
+            return RC.FEATURE_NOT_SUPPORT
+        forced, allowed, default = _KIND_RULES[(self._location(src), self._location(dst))]
+        if forced is not None:
+            kind = forced
+        elif kind == _DEFAULT:
+            kind = default
+        elif kind not in allowed:
+            return RC.PARAM_INVALID
+        accepted = (_H2D, _D2H) if synchronous else (_H2D, _D2H, _D2D)
+        return RC.OK if kind in accepted else RC.PARAM_INVALID
+
     def _plan_2d(
-        self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int
+        self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int
     ) -> tuple[list[tuple[memoryview, memoryview]] | None, int]:
-        if self._core.context is None:
-            return None, RC.CONTEXT_NULL
-        if dst == 0 or src == 0 or width == 0 or height == 0:
-            return None, RC.INVALID_PARAM
-        if width > dpitch or width > spitch or not 0 <= kind <= _MEMCPY_KIND_MAX:
-            return None, RC.INVALID_PARAM
         dst_span = (height - 1) * dpitch + width
         src_span = (height - 1) * spitch + width
         target, dst_dev, _ = self._core.resolve(dst, dst_span, write=True)
@@ -144,10 +188,21 @@ class MoreMemoryCalls(CallGroup):
     ) -> int:
         """Copy *height* rows of *width* bytes between pitched buffers; blocks until done.
 
-        *width* above either pitch, or a zero size, gives 100000; a range outside
+        A zero *width* or *height* succeeds at once; a null pointer, *width* above either
+        pitch or a kind other than H2D, D2H, D2D, DEFAULT gives 100000 (the checks of
+        ``aclrtMemcpy2d``); D2D gives 207000 and a kind that, fitted to where the
+        pointers lie, is not H2D or D2H 107000 (the runtime's); then a range outside
         memory the runtime or the process has gives 107000.
         """
-        rows, ret = self._plan_2d(dst, dpitch, src, spitch, width, height, kind)
+        ret = _arguments_2d(dst, dpitch, src, spitch, width, height, kind)
+        if ret is not None:
+            return ret
+        ret = self._kind_2d(dst, src, kind, synchronous=True)
+        if ret:
+            return ret
+        if self._core.context is None:
+            return RC.CONTEXT_NULL
+        rows, ret = self._plan_2d(dst, dpitch, src, spitch, width, height)
         if rows is None:
             return ret
         for target, source in rows:
@@ -167,11 +222,23 @@ class MoreMemoryCalls(CallGroup):
         stream: int,
         /,
     ) -> int:
-        """Queue a 2-D copy on *stream*; the rows are copied when the task runs."""
-        found, ret = self._own_stream(stream)
+        """Queue a 2-D copy on *stream*; the rows are copied when the task runs.
+
+        The arguments are checked as ``memcpy2d``'s, before the stream; the kind, fitted
+        to the pointers, may also be D2D.
+        """
+        ret = _arguments_2d(dst, dpitch, src, spitch, width, height, kind)
+        if ret is not None:
+            return ret
+        ctx, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
-        rows, ret = self._plan_2d(dst, dpitch, src, spitch, width, height, kind)
+        ret = self._kind_2d(dst, src, kind, synchronous=False)
+        if ret:
+            return ret
+        if found.context is not ctx:
+            return RC.STREAM_CONTEXT
+        rows, ret = self._plan_2d(dst, dpitch, src, spitch, width, height)
         if rows is None:
             return ret
 
@@ -270,6 +337,18 @@ class MoreMemoryCalls(CallGroup):
             if core.host_registrations.pop(ptr, None) is not None and device.active:
                 device.memory.unmap_host(entry[1])
         return RC.OK
+
+
+def _arguments_2d(
+    dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int
+) -> int | None:
+    """``aclrtMemcpy2d(Async)Impl``'s checks: 0 for a zero size (nothing to copy), a code
+    for bad arguments, None to go on."""
+    if width == 0 or height == 0:  # IsZeroSizeMemcpy2d, before everything else
+        return RC.OK
+    if dst == 0 or src == 0 or width > dpitch or width > spitch or kind not in _KINDS_2D:
+        return RC.INVALID_PARAM
+    return None
 
 
 def _check_config(cfg: object) -> None:

@@ -78,13 +78,17 @@ class NotifyCalls(CallGroup):
     def _stream_for(
         self, notify: int, stream: int
     ) -> tuple[SimNotify | None, SimStream | None, int]:
+        """Resolve the notify, then the stream (``ApiImpl::NotifyRecord`` / ``NotifyWait``:
+        107003 for a stream of another context); 107000 across devices."""
         if notify == 0:
             return None, None, RC.INVALID_PARAM
-        _, found, ret = self._resolve_stream(stream)
+        target = self._notify(notify)
+        if target is None:
+            return None, None, RC.PARAM_INVALID
+        found, ret = self._own_stream(stream)
         if found is None:
             return None, None, ret
-        target = self._notify(notify)
-        if target is None or target.device is not found.device:
+        if target.device is not found.device:
             return None, None, RC.PARAM_INVALID
         return target, found, RC.OK
 

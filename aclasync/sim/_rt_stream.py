@@ -143,18 +143,28 @@ class StreamCalls(CallGroup):
 
     @parsed("acl.rt.set_stream_failure_mode")
     def set_stream_failure_mode(self, stream: int, mode: int, /) -> int:
+        """Set CONTINUE (0) or STOP (1) on failure, as ``ApiImpl::StreamSetMode`` does.
+
+        Only the lowest bit of *mode* counts. The stream's own mode again succeeds, even
+        on another context's stream; STOP back to CONTINUE, or any change once a STOP
+        stream stopped, gives 207000; then a stream of another context gives 107003.
+        """
         check_ints("set_stream_failure_mode", stream, mode)
         if stream == 0 and not self._core.profile.failure_mode_on_default_stream:
             return RC.PARAM_INVALID
-        _, found, ret = self._resolve_stream(stream)
+        ctx, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
-        if mode not in (0, 1):
-            return RC.INVALID_PARAM
-        if found.failure_mode_set:
-            return RC.PARAM_INVALID
+        mode &= 1
+        if found.aborted:  # stopped by a failure: the runtime's ABORT_ON_FAILURE state
+            return RC.FEATURE_NOT_SUPPORT
+        if found.failure_mode == mode:
+            return RC.OK
+        if found.failure_mode == 1:  # STOP to CONTINUE
+            return RC.FEATURE_NOT_SUPPORT
+        if found.context is not ctx:
+            return RC.STREAM_CONTEXT
         found.failure_mode = mode
-        found.failure_mode_set = True
         return RC.OK
 
     @parsed("acl.rt.set_stream_overflow_switch")

@@ -47,8 +47,9 @@ class MoreStreamCalls(CallGroup):
         """Drop the stream's queued tasks (a running one finishes); the stream stays usable.
 
         If tasks were dropped, the next synchronisation of the stream returns 107023.
+        A stream of another context gives 107003.
         """
-        _, found, ret = self._resolve_stream(stream)
+        found, ret = self._own_stream(stream)
         if found is None:
             return ret
         with self._core.lock:
@@ -77,7 +78,6 @@ class MoreStreamCalls(CallGroup):
             if mode not in (0, 1):
                 return RC.INVALID_PARAM
             found.failure_mode = mode
-            found.failure_mode_set = True
         elif attr == _OVERFLOW_CHECK:
             switch = value.get("overflowSwitch", 0)
             if switch not in (0, 1):

@@ -106,8 +106,10 @@ async def test_failure_mode_refusals_surface_as_acl_errors(rt: Any) -> None:
             await dev.default_stream.set_failure_mode(FailureMode.STOP)
         assert info.value.api == "acl.rt.set_stream_failure_mode"
         await s.set_failure_mode(FailureMode.STOP)
+        await s.set_failure_mode(FailureMode.STOP)  # the mode it has: a no-op
         with pytest.raises(aclasync.AclError) as info:
-            await s.set_failure_mode(FailureMode.STOP)  # once per stream
+            await s.set_failure_mode(FailureMode.CONTINUE)  # no way back from STOP
+        assert info.value.code == 207000
         assert info.value.api == "acl.rt.set_stream_failure_mode"
         assert info.value.stream == s.handle
 

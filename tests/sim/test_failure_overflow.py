@@ -101,13 +101,32 @@ def test_stop_on_failure_drops_later_tasks_and_aborts(dev0, check, stream):
 
 
 def test_set_stream_failure_mode_rules(dev0, check):
+    """ApiImpl::StreamSetMode: only mode & 1 counts, the stream's own mode again is 0,
+    STOP back to CONTINUE is not supported (207000), CONTINUE to STOP is."""
     invalid = ErrorCode.ACL_ERROR_RT_PARAM_INVALID
+    unsupported = ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
     check(dev0.rt.set_stream_failure_mode(0, FailureMode.STOP), invalid, "default stream")
     stream = check(dev0.rt.create_stream())
     check(dev0.rt.set_stream_failure_mode(stream, FailureMode.STOP))
-    check(dev0.rt.set_stream_failure_mode(stream, FailureMode.CONTINUE), invalid, "again")
+    check(dev0.rt.set_stream_failure_mode(stream, FailureMode.STOP), what="the same mode again")
+    check(dev0.rt.set_stream_failure_mode(stream, FailureMode.CONTINUE), unsupported, "STOP->CONT")
+    check(dev0.rt.set_stream_failure_mode(stream, 3), what="3 & 1 is STOP, the mode it has")
     fresh = check(dev0.rt.create_stream())
-    check(dev0.rt.set_stream_failure_mode(fresh, 2), ErrorCode.ACL_ERROR_INVALID_PARAM)
+    check(dev0.rt.set_stream_failure_mode(fresh, FailureMode.CONTINUE), what="CONTINUE already")
+    check(dev0.rt.set_stream_failure_mode(fresh, 2), what="2 & 1 is CONTINUE")
+    check(dev0.rt.set_stream_failure_mode(fresh, FailureMode.STOP), what="then STOP")
+    assert check(dev0.rt.get_stream_attribute(fresh, 1)) == {"failureMode": 1}
+
+
+def test_a_stopped_stream_keeps_its_failure_mode(dev0, check, stream):
+    """After a failure a STOP stream is in the runtime's ABORT_ON_FAILURE state: any
+    further StreamSetMode is not supported."""
+    unsupported = ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    check(dev0.rt.set_stream_failure_mode(stream, FailureMode.STOP))
+    check(dev0.sim.launch_kernel(Kernel(error=AICORE), stream))
+    check(dev0.rt.synchronize_stream(stream), AICORE)
+    check(dev0.rt.set_stream_failure_mode(stream, FailureMode.STOP), unsupported)
+    check(dev0.rt.set_stream_failure_mode(stream, FailureMode.CONTINUE), unsupported)
 
 
 # -- overflow switch -------------------------------------------------------------------

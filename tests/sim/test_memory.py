@@ -21,6 +21,8 @@ MS = 1000
 H2D, D2H, D2D = MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEVICE_TO_HOST, MemcpyKind.DEVICE_TO_DEVICE
 INVALID = ErrorCode.ACL_ERROR_INVALID_PARAM
 RT_INVALID = ErrorCode.ACL_ERROR_RT_PARAM_INVALID
+NO_CONTEXT = ErrorCode.ACL_ERROR_RT_CONTEXT_NULL
+STREAM_CONTEXT = ErrorCode.ACL_ERROR_RT_STREAM_CONTEXT
 FREE_FAILED = ErrorCode.ACL_ERROR_RT_MEMORY_FREE
 
 
@@ -301,12 +303,52 @@ def test_fills_take_time_from_bandwidth_and_timing_events_see_it(make_rt, check)
 
 
 def test_memcpy_count_rules(dev0, check):
+    """ApiErrorDecorator::MemCopySync / MemcpyAsync / MemsetAsync refuse count > destMax
+    (and the synchronous copy destMax 0) with RT_ERROR_INVALID_VALUE: 107000."""
     dev = check(dev0.rt.malloc(64, 0))
     host = check(dev0.rt.malloc_host(64))
-    check(dev0.rt.memcpy(dev, 32, host, 64, H2D), INVALID, "count > dst_max")
+    check(dev0.rt.memcpy(dev, 32, host, 64, H2D), RT_INVALID, "count > dst_max")
+    check(dev0.rt.memcpy(dev, 0, host, 4, H2D), RT_INVALID, "dst_max 0")
+    check(dev0.rt.memcpy_async(dev, 32, host, 64, H2D, 0), RT_INVALID, "async count > dst_max")
+    check(dev0.rt.memset_async(dev, 32, 0, 64, 0), RT_INVALID, "memset_async count > max")
     check(dev0.rt.memcpy(dev, 64, host, 0, H2D), what="count 0")
     check(dev0.rt.memset(dev, 16, 0, 32), INVALID, "memset count > max")
     check(dev0.rt.memset(dev, 64, 0, 0), what="memset count 0")
+    check(dev0.rt.synchronize_stream(0))
+    assert dev0.util.ptr_to_bytes(host, 64) == bytes(64), "nothing was copied or filled"
+
+
+def test_copy_arguments_are_checked_before_the_context_and_the_stream(make_rt, check):
+    """aclrtMemcpy(Async)Impl / aclrtMemsetAsyncImpl check null pointers and the kind
+    (100000), the runtime's decorators count > destMax (107000), all before ApiImpl
+    looks at the context (107002) or the stream (107003)."""
+    rt = make_rt()
+    buffer = np.zeros(64, np.uint8)
+    host = buffer.ctypes.data
+    no_context = {
+        "memcpy null": (rt.rt.memcpy(0, 64, host, 64, H2D), INVALID),
+        "memcpy kind 8": (rt.rt.memcpy(host, 64, host, 64, 8), INVALID),
+        "memcpy count > dst_max": (rt.rt.memcpy(host, 32, host + 32, 64, H2D), RT_INVALID),
+        "memcpy_async null": (rt.rt.memcpy_async(host, 64, 0, 64, H2D, 0), INVALID),
+        "memcpy_async count > dst_max": (
+            rt.rt.memcpy_async(host, 32, host + 32, 64, H2D, 0),
+            RT_INVALID,
+        ),
+        "memset_async null": (rt.rt.memset_async(0, 64, 0, 64, 0), INVALID),
+        "memset_async count > max": (rt.rt.memset_async(host, 32, 0, 64, 0), RT_INVALID),
+        "memcpy fine otherwise": (rt.rt.memcpy(host, 64, host + 8, 8, H2D), NO_CONTEXT),
+    }
+    for what, (got, expected) in no_context.items():
+        check(got, expected, what)
+    check(rt.rt.set_device(0))
+    default = check(rt.rt.get_context())
+    dev = check(rt.rt.malloc(64, 0))
+    check(rt.rt.create_context(0))
+    theirs = check(rt.rt.create_stream())
+    check(rt.rt.set_context(default))
+    check(rt.rt.memcpy_async(dev, 32, host, 64, H2D, theirs), RT_INVALID, "before 107003")
+    check(rt.rt.memset_async(dev, 32, 0, 64, theirs), RT_INVALID, "before 107003")
+    check(rt.rt.memset_async(dev, 64, 0, 64, theirs), STREAM_CONTEXT, "then the stream")
 
 
 def test_count_zero_succeeds_before_any_other_check(rt, check):
@@ -406,7 +448,7 @@ def test_random_copies_match_a_bytearray_model(dev0, check, ops, seed):
             if count > SIZE - dst_off:
                 if src_end > SIZE:
                     continue  # two faults at once: which is reported is not specified
-                expected = INVALID
+                expected = RT_INVALID  # count > dst_max: the runtime's 107000
             else:
                 expected = RT_INVALID if src_end > SIZE else 0
             if op.startswith("h2d"):

@@ -16,6 +16,7 @@ INVALID = ErrorCode.ACL_ERROR_INVALID_PARAM
 RT_INVALID = ErrorCode.ACL_ERROR_RT_PARAM_INVALID
 BAD_DEVICE = ErrorCode.ACL_ERROR_RT_INVALID_DEVICEID
 NO_CONTEXT = ErrorCode.ACL_ERROR_RT_CONTEXT_NULL
+UNSUPPORTED = ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
 H2D, D2H, D2D = MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEVICE_TO_HOST, MemcpyKind.DEVICE_TO_DEVICE
 
 
@@ -37,9 +38,19 @@ def gate_kernel(started=None):
 def test_device_info_attributes(dev0, check):
     assert check(dev0.rt.get_device_info(0, 101)) == 20  # AI cores of the 910B3 profile
     assert check(dev0.rt.get_device_info(1, 201)) == 40
-    assert check(dev0.rt.get_device_info(0, 301)) == 64 << 30
     check(dev0.rt.get_device_info(0, 9999), RT_INVALID)
     check(dev0.rt.get_device_info(7, 101), BAD_DEVICE)
+
+
+@pytest.mark.parametrize(
+    ("memory", "seen"),
+    [(64 << 30, 0), (3 << 30, -(1 << 30)), ((1 << 32) + 12345, 12345), (1 << 30, 1 << 30)],
+)
+def test_device_info_is_read_as_a_c_int(make_rt, check, memory, seen):
+    """pyACL's WrapAclRtGetDeviceInfo builds ``Py_BuildValue("ii", value, ret)`` from an
+    int64_t: the caller gets the value's low 32 bits, signed (and ret intact)."""
+    rt = make_rt(memory_bytes=memory)
+    assert check(rt.rt.get_device_info(0, 301)) == seen
 
 
 def test_status_utilization_and_uuid(dev0, check):
@@ -55,7 +66,16 @@ def test_status_utilization_and_uuid(dev0, check):
     finally:
         release.set()
     check(dev0.rt.synchronize_stream(0))
-    assert check(dev0.rt.get_device_utilization_rate(0))["cube_utilization"] == 0
+    assert check(dev0.rt.get_device_utilization_rate(0)) == {
+        "cube_utilization": 0,
+        "vector_utilization": 0,
+        "aicpu_utilization": 0,
+        "memory_utilization": -1,  # aclrtGetDeviceUtilizationRateImpl: not supported
+        "utilization_extend": 0,
+    }
+    failed = {"cube_utilization": -1, "vector_utilization": -1, "aicpu_utilization": -1}
+    unknown = check(dev0.rt.get_device_utilization_rate(7), what="failed queries: -1, ret 0")
+    assert unknown == {**failed, "memory_utilization": -1, "utilization_extend": 0}
     first = check(dev0.rt.device_get_uuid(0))["bytes"]
     assert len(first) == 16
     assert first != check(dev0.rt.device_get_uuid(1))["bytes"]
@@ -107,7 +127,8 @@ def test_cross_device_copies_need_peer_access(rt, check):
     data = bytes(range(64))
     check(rt.rt.memcpy(on0, 64, rt.util.bytes_to_ptr(data), 64, H2D))
     assert check(rt.rt.device_can_access_peer(0, 1)) == 1
-    assert check(rt.rt.device_can_access_peer(0, 0)) == 0
+    assert rt.rt.device_can_access_peer(0, 0) == (0, INVALID), "one device is no peer"
+    assert rt.rt.device_can_access_peer(5, 5) == (0, INVALID), "checked before the ids"
     check(rt.rt.device_can_access_peer(0, 2), BAD_DEVICE)
     check(rt.rt.memcpy(on1, 64, on0, 64, D2D), RT_INVALID, "no peer access yet")
     assert check(rt.rt.device_peer_access_status(0, 1)) == 0
@@ -117,11 +138,20 @@ def test_cross_device_copies_need_peer_access(rt, check):
     back = bytes(64)
     check(rt.rt.memcpy(rt.util.bytes_to_ptr(back), 64, on1, 64, D2H))
     assert back == data
-    check(rt.rt.device_enable_peer_access(0, 0), RT_INVALID, "a device is not its own peer")
-    check(rt.rt.device_enable_peer_access(1, 1), RT_INVALID, "flags are reserved")
+    check(rt.rt.device_enable_peer_access(0, 0), INVALID, "a device is not its own peer")
+    check(rt.rt.device_disable_peer_access(0), INVALID, "a device is not its own peer")
+    unsupported = ErrorCode.ACL_ERROR_FEATURE_UNSUPPORTED
+    check(rt.rt.device_enable_peer_access(1, 1), unsupported, "flags are reserved")
     check(rt.rt.device_disable_peer_access(1))
     check(rt.rt.device_disable_peer_access(1), RT_INVALID, "not enabled any more")
     check(rt.rt.memcpy(on1, 64, on0, 64, D2D), RT_INVALID)
+
+
+def test_peer_access_flags_are_checked_before_the_context(rt, check):
+    """aclrtDeviceEnablePeerAccessImpl checks the reserved flags (200006) first."""
+    unsupported = ErrorCode.ACL_ERROR_FEATURE_UNSUPPORTED
+    check(rt.rt.device_enable_peer_access(1, 1), unsupported)
+    check(rt.rt.device_enable_peer_access(1, 0), NO_CONTEXT)
 
 
 # -- memory -----------------------------------------------------------------------------
@@ -183,16 +213,92 @@ def test_memcpy2d_copies_pitched_rows(dev0, check):
     check(dev0.rt.memcpy2d(dev, dpitch, source.ctypes.data, spitch, width, 99, H2D), RT_INVALID)
 
 
+def test_memcpy2d_zero_sizes_succeed_first(rt, check):
+    """rtMemcpy2d(Async) and CheckMemcpy2dParam return success for a zero width or
+    height before anything else (no context, null pointers, a bad kind or stream)."""
+    for width, height in ((0, 4), (8, 0)):
+        check(rt.rt.memcpy2d(0, 16, 0, 16, width, height, 99), what=f"{width}x{height}")
+        check(rt.rt.memcpy2d_async(0, 16, 0, 16, width, height, 99, 0xBAD), what="async")
+
+
+def test_memcpy2d_kinds(dev0, check):
+    """CheckMemcpy2dParam accepts H2D, D2H, D2D, DEFAULT (100000 otherwise); the runtime
+    then refuses a synchronous D2D (207000) and fits the kind to where the pointers lie
+    (MemcpyKindAutoCorrect): the synchronous copy needs H2D or D2H (107000), the
+    asynchronous one H2D, D2H or D2D."""
+    default = MemcpyKind.DEFAULT
+    dev, other = check(dev0.rt.malloc(256, 0)), check(dev0.rt.malloc(256, 0))
+    pinned, pinned2 = check(dev0.rt.malloc_host(256)), check(dev0.rt.malloc_host(256))
+    pageable, pageable2 = np.zeros(256, np.uint8), np.zeros(256, np.uint8)
+    page, page2 = pageable.ctypes.data, pageable2.ctypes.data
+    stream = check(dev0.rt.create_stream())
+    for kind in (0, 5, 6, 7, 8):
+        check(dev0.rt.memcpy2d(dev, 16, page, 16, 8, 4, kind), INVALID, f"kind {kind}")
+        check(dev0.rt.memcpy2d_async(dev, 16, page, 16, 8, 4, kind, 0xBAD), INVALID, "async")
+    synchronous = [
+        ("D2D", dev, other, D2D, UNSUPPORTED),
+        ("D2D as DEFAULT", dev, other, default, RT_INVALID),
+        ("D2D as H2D", dev, other, H2D, RT_INVALID),
+        ("pinned H2H as DEFAULT", pinned, pinned2, default, RT_INVALID),
+        ("pageable H2H as DEFAULT", page, page2, default, RT_INVALID),
+        ("pageable to device as D2H", dev, page, D2H, RT_INVALID),
+        ("pageable to device as DEFAULT", dev, page, default, 0),
+        ("pinned to device as D2H (fitted to H2D)", dev, pinned, D2H, 0),
+        ("device to pageable as DEFAULT", page, dev, default, 0),
+        ("device to pinned", pinned, dev, D2H, 0),
+    ]
+    for what, dst, src, kind, expected in synchronous:
+        check(dev0.rt.memcpy2d(dst, 16, src, 16, 8, 4, kind), expected, what)
+    asynchronous = [
+        ("D2D", dev, other, D2D, 0),
+        ("D2D as DEFAULT", dev, other, default, 0),
+        ("pinned H2H as DEFAULT", pinned, pinned2, default, RT_INVALID),
+        ("pageable H2H as DEFAULT", page, page2, default, RT_INVALID),
+        ("pageable to device as D2H", dev, page, D2H, RT_INVALID),
+        ("pageable to device as DEFAULT", dev, page, default, 0),
+    ]
+    for what, dst, src, kind, expected in asynchronous:
+        check(dev0.rt.memcpy2d_async(dst, 16, src, 16, 8, 4, kind, stream), expected, what)
+    check(dev0.rt.memcpy2d_async(dev, 16, page, 16, 8, 4, D2D, 0xBAD), RT_INVALID, "stream")
+    check(dev0.rt.synchronize_stream(stream))
+
+
+def test_memcpy2d_checks_come_before_the_context(rt, check):
+    """The runtime's 2-D checks run before ApiImpl::MemCopy2DSync looks at the context."""
+    buffers = np.zeros(64, np.uint8), np.zeros(64, np.uint8)
+    dst, src = (buffer.ctypes.data for buffer in buffers)
+    check(rt.rt.memcpy2d(dst, 16, src, 16, 8, 2, 0), INVALID, "host to host kind")
+    check(rt.rt.memcpy2d(dst, 16, src, 16, 8, 2, D2D), UNSUPPORTED, "D2D")
+    check(rt.rt.memcpy2d(dst, 16, src, 16, 8, 2, MemcpyKind.DEFAULT), RT_INVALID, "to H2H")
+    check(rt.rt.memcpy2d(dst, 16, src, 16, 8, 2, H2D), NO_CONTEXT, "then the context")
+    check(rt.rt.memcpy2d_async(dst, 16, src, 16, 8, 2, H2D, 0), NO_CONTEXT, "async")
+
+
 def test_memset_async_and_cmo(dev0, check):
     stream = check(dev0.rt.create_stream())
     dev = check(dev0.rt.malloc(32, 0))
     check(dev0.rt.memset_async(dev, 32, 0xAB, 32, stream))
     check(dev0.rt.cmo_async(dev, 32, 0, stream))
-    check(dev0.rt.cmo_async(dev, 32, 9, stream), RT_INVALID, "unknown operation")
+    check(dev0.rt.cmo_async(dev, 32, 9, stream), UNSUPPORTED, "unknown operation")
     check(dev0.rt.synchronize_stream(stream))
     back = bytes(32)
     check(dev0.rt.memcpy(dev0.util.bytes_to_ptr(back), 32, dev, 32, D2H))
     assert back == b"\xab" * 32
+
+
+def test_cmo_async_checks_its_arguments_before_the_stream(dev0, check):
+    """aclrtCmoAsyncImpl: null source or size 0 give 100000; rtCmoAsync: a type other
+    than PREFETCH, WRITEBACK, INVALID, FLUSH 207000; both before the stream."""
+    dev = check(dev0.rt.malloc(64, 0))
+    unknown = 0xDEAD
+    check(dev0.rt.cmo_async(0, 64, 0, unknown), INVALID, "null source")
+    check(dev0.rt.cmo_async(dev, 0, 0, unknown), INVALID, "size 0")
+    check(dev0.rt.cmo_async(dev, 64, 4, unknown), UNSUPPORTED, "type 4")
+    check(dev0.rt.cmo_async(dev, 64, -1, unknown), UNSUPPORTED, "type -1")
+    check(dev0.rt.cmo_async(dev, 64, 3, unknown), RT_INVALID, "then the stream")
+    for cmo_type in range(4):
+        check(dev0.rt.cmo_async(dev, 64, cmo_type, 0), what=f"type {cmo_type}")
+    check(dev0.rt.synchronize_stream(0))
 
 
 def test_pointer_attributes(dev0, check):
@@ -362,6 +468,15 @@ def test_exception_info_callback_reports_failed_kernels(dev0, check):
     check(dev0.rt.set_exception_info_callback(None))
     with pytest.raises(TypeError):
         dev0.rt.set_exception_info_callback(42)
+
+
+def test_op_timeout_calls_need_a_context(rt, check):
+    """ApiImpl::GetOpTimeOutInterval / SetOpExecuteTimeOutV2 check the context first."""
+    assert rt.rt.get_op_timeout_interval() == (0, NO_CONTEXT)
+    assert rt.rt.set_op_execute_timeout_v2(1000) == (0, NO_CONTEXT)
+    assert rt.rt.set_op_execute_timeout_v2(2**64 - 1) == (0, NO_CONTEXT)
+    check(rt.rt.set_device(0))
+    assert check(rt.rt.get_op_timeout_interval()) == 1000
 
 
 def test_op_execute_timeout_stops_long_kernels(dev0, check):

@@ -88,6 +88,37 @@ def test_work_on_a_stream_of_another_context_is_refused(make_rt, check):
     check(dev0.rt.synchronize_stream(0))
 
 
+def test_more_calls_refuse_a_stream_of_another_context(dev0, check):
+    """ApiImpl::CmoTaskLaunch, NotifyRecord, NotifyWait, StreamAbort and StreamSetMode
+    refuse a stream outside the current context (107003); StreamSetMode answers 0 first
+    when the stream already has the mode, and 207000 for STOP back to CONTINUE."""
+    wrong = ErrorCode.ACL_ERROR_RT_STREAM_CONTEXT
+    default = check(dev0.rt.get_context())
+    dev = check(dev0.rt.malloc(1024, 0))
+    notify = check(dev0.rt.create_notify(0))
+    check(dev0.rt.create_context(0))
+    theirs = check(dev0.rt.create_stream())
+    stopping = check(dev0.rt.create_stream())
+    check(dev0.rt.set_stream_failure_mode(stopping, 1))
+    check(dev0.rt.set_context(default))
+    check(dev0.rt.cmo_async(dev, 64, 0, theirs), wrong, "cmo_async")
+    check(dev0.rt.record_notify(notify, theirs), wrong, "record_notify")
+    check(dev0.rt.wait_and_reset_notify(notify, theirs, 0), wrong, "wait_and_reset_notify")
+    check(dev0.rt.stream_abort(theirs), wrong, "stream_abort")
+    check(dev0.rt.set_stream_failure_mode(theirs, 1), wrong, "set_stream_failure_mode")
+    check(dev0.rt.set_stream_failure_mode(theirs, 0), what="CONTINUE already: 0 first")
+    check(dev0.rt.set_stream_failure_mode(stopping, 1), what="STOP already: 0 first")
+    unsupported = ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    check(dev0.rt.set_stream_failure_mode(stopping, 0), unsupported, "STOP to CONTINUE")
+    mine = check(dev0.rt.create_stream())
+    check(dev0.rt.cmo_async(dev, 64, 0, mine))
+    check(dev0.rt.record_notify(notify, mine))
+    check(dev0.rt.wait_and_reset_notify(notify, mine, 0))
+    check(dev0.rt.set_stream_failure_mode(mine, 1))
+    check(dev0.rt.synchronize_stream(mine))
+    check(dev0.rt.stream_abort(mine))
+
+
 def test_destroy_stream_waits_for_queued_work(dev0, check):
     ran = []
     stream = check(dev0.rt.create_stream())
