@@ -116,12 +116,16 @@ class Points:
                 # the stream is idle (the call then returns at once): an open fence
                 # was just found so; work queued after a closed one leaves them for a
                 # later look.
-                if not head.event:
-                    self.collect(lane)
-                else:
-                    status, ret = self._rt.stream_query(lane.handle)
-                    if not ret and status == STREAM_COMPLETE:
+                try:
+                    if not head.event:
                         self.collect(lane)
+                    else:
+                        status, ret = self._rt.stream_query(lane.handle)
+                        if not ret and status == STREAM_COMPLETE:
+                            self.collect(lane)
+                except BaseException:
+                    watches.insert(0, head)  # the worker dies: its waiters are found
+                    raise
             self.out.put_all(head.waiters, _done)
 
     def reached_tail(self, lane: Lane, point: Watch) -> bool:

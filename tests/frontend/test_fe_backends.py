@@ -234,3 +234,37 @@ async def test_worker_death_fails_a_pending_device_synchronize(rt: Any) -> None:
                 acl.armed.set()
         _assert_broken(outcomes["device"])
         gate.open()
+
+
+class _CollectBreaksAcl(BreakableAcl):
+    """Once armed, ``synchronize_stream`` raises: the call that collects a stream's
+    failure once a look found its work done."""
+
+    _BREAKING = frozenset({"synchronize_stream"})
+
+
+async def test_worker_death_while_collecting_a_reached_point_fails_its_waiters(rt: Any) -> None:
+    # The point was taken off its stream before the failure was collected; the death
+    # there left its waiters out of the death's roll call: they waited for ever.
+    acl = _CollectBreaksAcl(rt)
+    outcomes: dict[str, BaseException | None] = {}
+    async with opened(acl) as dev:
+        kernel = dev.acl.sim.launch_kernel
+        streams = [await dev.create_stream() for _ in range(2)]
+        gate = Gate()
+        for s in streams:
+            s.launch(kernel, gate.kernel())
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                for i, s in enumerate(streams):
+                    tg.start_soon(_outcome, outcomes, f"stream {i}", s.synchronize)
+                await anyio.wait_all_tasks_blocked()
+                acl.armed.set()
+                gate.open()
+        assert acl.broke.is_set()
+        assert len(outcomes) == 2
+        for exc in outcomes.values():  # each ends: done, if it was not looked at by
+            if exc is not None:  # the dying call, or the death
+                _assert_broken(exc)
+        with pytest.raises(aclasync.DeviceBrokenError):
+            await dev.synchronize()
