@@ -112,6 +112,7 @@ class StreamPool(AsyncResource):
         self._waiters: deque[_Waiter] = deque()
         self._leases: set[anyio.CancelScope] = set()
         self._all_returned: anyio.Event | None = None
+        self._recycling: set[Stream] = set()  # returned, their work waited for
         self._close_done: anyio.Event | None = None
         self._tickets = itertools.count()
         self._last_granted = -1
@@ -265,6 +266,7 @@ class StreamPool(AsyncResource):
             return []
         failures: list[BaseException] = []
         keep: Stream | None = None
+        self._recycling.add(stream)  # a close's timeout force-closes it too
         try:
             with anyio.CancelScope(shield=True):
                 try:
@@ -279,6 +281,7 @@ class StreamPool(AsyncResource):
                     if not self._closing:
                         failures.append(exc)
         finally:
+            self._recycling.discard(stream)
             if keep is stream:
                 self._put_back(stream)
             else:
@@ -338,6 +341,7 @@ class StreamPool(AsyncResource):
         self._closing = True
         self._close_reason = f"{self!r} is closed"
         self._fail_waiters(anyio.ClosedResourceError(self._close_reason))
+        errors: list[BaseException] = []
         with anyio.CancelScope(shield=True):
             if self._lent_at:
                 self._all_returned = anyio.Event()
@@ -351,19 +355,26 @@ class StreamPool(AsyncResource):
                     )
                     for lease in self._leases:
                         lease.cancel()
+                    # Streams whose borrowers left, still waited for on the way back:
+                    # their wait ends with the close (and the stream is dropped).
+                    for stream in list(self._recycling):
+                        await self._close_stream(stream, errors)
                     await self._all_returned.wait()
-            errors: list[BaseException] = []
             for streams in self._free.values():
                 for stream in streams:
-                    try:
-                        await stream.aclose(force=self._forced)
-                    except ExceptionGroup as group:  # a stream's several failures
-                        errors.extend(group.exceptions)
-                    except (AclError, anyio.BrokenResourceError) as exc:
-                        errors.append(exc)
+                    await self._close_stream(stream, errors)
                 streams.clear()
         self._closed = True
         report(errors)
+
+    async def _close_stream(self, stream: Stream, errors: list[BaseException]) -> None:
+        """Close one of the pool's streams (forced after a timeout); add what it raised."""
+        try:
+            await stream.aclose(force=self._forced)
+        except ExceptionGroup as group:  # a stream's several failures
+            errors.extend(group.exceptions)
+        except (AclError, anyio.BrokenResourceError) as exc:
+            errors.append(exc)
 
     # -- bookkeeping (synchronous, on the event loop) -----------------------------------
 

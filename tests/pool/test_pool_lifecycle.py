@@ -152,6 +152,35 @@ async def test_close_with_a_timeout_force_closes_with_a_clear_error(
     assert (stats.borrowed, stats.waiting) == (0, 0)
 
 
+async def test_a_close_timeout_also_ends_the_wait_for_a_stream_given_back(
+    rt: Any, gate: threading.Event
+) -> None:
+    # The borrower has left; the pool waits for the stream's work before lending it
+    # again. The close's timeout used to leave that wait alone: aclose(timeout=) waited
+    # for the kernel, however long.
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            pool = await dev.stream_pool(2)
+            left = anyio.Event()
+
+            async def borrower() -> None:
+                async with pool.stream() as s:
+                    s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
+                left.set()
+
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(borrower)
+                    await anyio.wait_all_tasks_blocked()  # the borrower's exit waits
+                    assert pool.statistics().borrowed == 1
+                    with anyio.fail_after(LIMIT_S / 2):  # the gate is still shut
+                        await pool.aclose(timeout=0.05)
+                    await left.wait()
+                assert pool.statistics().borrowed == 0
+            finally:
+                gate.set()
+
+
 async def test_close_is_idempotent_and_a_device_pool_closes_its_devices(rt: Any) -> None:
     with anyio.fail_after(LIMIT_S):
         async with aclasync.DevicePool([1], backend=rt, streams_per_device=3) as pool:
