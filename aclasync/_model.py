@@ -14,6 +14,7 @@ afterwards starts after it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Sequence
@@ -86,6 +87,7 @@ class Model(AsyncResource):
     def __init__(self, device: Device, loaded: Loaded, pool_size: int | None = None) -> None:
         self._device = device
         self._limit = None if pool_size is None else anyio.Semaphore(pool_size)
+        self._pool_size = pool_size
         self._id = loaded.model_id
         self._inputs = loaded.inputs
         self._outputs = loaded.outputs
@@ -172,7 +174,7 @@ class Model(AsyncResource):
         New runs raise ``anyio.ClosedResourceError`` at once; runs already under way
         finish first. Then waits for the work queued so far on the streams the model
         was used on, releases everything and unloads the model. Raises what is left
-        to report: an ACL error pending on a stream ``launch`` queued on, and failures
+        to report: an ACL error pending on each stream ``launch`` queued on, and failures
         of runs nobody waited for (one as itself, several as an ``ExceptionGroup``;
         as notes on an exception ``async with`` exits on). A second
         concurrent call waits for the first. A model whose device is closed or broken
@@ -236,7 +238,12 @@ class Model(AsyncResource):
         for source, host in zip(slot.dev_out, slot.host_out, strict=True):
             own.memcpy(host, source)
         slot.dirty = True
-        done = await own._record_quietly()
+        try:
+            done = await own._record_quietly()
+        except BaseException:
+            if chain is not None and held:  # the caller's stream still waits for them
+                self._keep_chain(stream, chain, slot)
+            raise
         if stream.closed:
             slot.later += [*held, done]
         else:  # later work on the caller's stream starts after this run
@@ -260,6 +267,16 @@ class Model(AsyncResource):
             for t, host in zip(self._outputs, slot.host_out, strict=True)
         ]
 
+    def _keep_chain(self, stream: Stream, chain: _Chain, slot: _Slot) -> None:
+        """A run that chained on *chain* was cancelled before its own event: the events
+        stay held for the caller's stream (with a chain that came meanwhile, if any)."""
+        if stream.closed:
+            slot.later += [*chain.held, chain.done]
+        elif (other := self._chained.get(stream)) is not None:
+            other.held[:0] = [*chain.held, chain.done]
+        else:
+            self._chained[stream] = chain
+
     def _prune(self, slot: _Slot) -> None:
         """Forget the chains of streams already destroyed: their events go with *slot*."""
         for stream in [s for s in self._chained if s._lane.closed]:
@@ -267,18 +284,27 @@ class Model(AsyncResource):
             slot.later += [*chain.held, chain.done]
 
     async def _take_slot(self, stream: Stream) -> _Slot:
-        """A free buffer set (a clean one first), or a new one."""
-        if self._free:
-            clean = [i for i, slot in enumerate(self._free) if not slot.dirty]
-            slot = self._free.pop(clean[-1] if clean else -1)
+        """A free buffer set: a clean one, else one whose abandoned run has ended, else
+        a new one; at ``pool_size`` sets, the oldest free one once its run has ended (a
+        set whose run was abandoned is busy until then: no run waits for another's
+        work while the pool may grow)."""
+        clean = [i for i, slot in enumerate(self._free) if not slot.dirty]
+        if clean:
+            slot = self._free.pop(clean[-1])
             try:
-                if slot.dirty:
-                    await self._clean(slot)
-                else:
-                    await anyio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()
             except BaseException:
                 self._free.append(slot)
                 raise
+            return slot
+        for slot in list(self._free):  # every one dirty: ask whether its run ended
+            if await self._ended(slot) and slot in self._free:
+                self._free.remove(slot)
+                await self._settle_dirty(slot)
+                return slot
+        if self._free and self._pool_size is not None and len(self._slots) >= self._pool_size:
+            slot = self._free.pop(0)
+            await self._settle_dirty(slot)
             return slot
         slot = await self._make_slot(stream.flags)
         if self._closed:
@@ -289,6 +315,23 @@ class Model(AsyncResource):
             self._free.append(slot)  # made but never used: ready for the next run
             raise
         return slot
+
+    async def _ended(self, slot: _Slot) -> bool:
+        """Whether the run abandoned on *slot* has ended (one round trip)."""
+        assert slot.stream is not None
+        try:
+            return await slot.stream.query()
+        except AclError as exc:  # its failure: kept for aclose, the set still settled
+            self._orphans.append(exc)
+            return False
+
+    async def _settle_dirty(self, slot: _Slot) -> None:
+        """Wait for a taken set's abandoned run (see ``_clean``); put it back if cancelled."""
+        try:
+            await self._clean(slot)
+        except BaseException:
+            self._free.append(slot)
+            raise
 
     async def _make_slot(self, flags: int) -> _Slot:
         """Allocate a buffer set, its datasets and its stream; shielded."""
@@ -368,11 +411,14 @@ class Model(AsyncResource):
             if not stream.closed:
                 try:
                     await stream.synchronize()
-                except AclError as exc:
-                    pending[:1] = pending[:1] or [exc]
+                except AclError as exc:  # one per stream: each consumed is reported
+                    pending.append(exc)
+                except anyio.ClosedResourceError:  # force-closed meanwhile: nothing to wait
+                    pass
         for stream in self._chained:  # past its waits for the runs' events
             if not stream.closed and stream not in self._streams:
-                await stream._drain()
+                with contextlib.suppress(anyio.ClosedResourceError):  # (as above)
+                    await stream._drain()
         for slot in slots:
             if slot.dirty:
                 await self._clean(slot)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import random
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ from model_support import BreakingAcl
 import aclasync
 from aclasync._pyacl.codes import ErrorCode
 from aclasync.sim import Kernel
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import ExceptionGroup
 
 pytestmark = pytest.mark.anyio
 
@@ -241,3 +245,111 @@ async def test_a_cancelled_runs_failure_is_raised_by_the_models_close(
             assert failure.value.code == MODEL_EXECUTE
             assert rt.sim.model_objects() == NO_OBJECTS
             await stream.synchronize()  # reported once, by the model's close
+
+
+async def test_aclose_reports_the_failure_of_every_stream_launch_used(
+    rt: Any, picky_path: str
+) -> None:
+    # It raised one stream's failure and dropped the other's, which it had consumed.
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            model = await dev.load_model(picky_path)
+            streams = [await dev.create_stream() for _ in range(2)]
+            host = await dev.alloc_host(32)
+            host.view(np.float64, (4,))[...] = -1.0  # picky fails on it
+            for stream in streams:
+                x = await dev.alloc(32)
+                stream.memcpy(x, host)
+                model.launch(stream, [x], [await dev.alloc(32)])
+            with pytest.raises(ExceptionGroup) as failures:
+                await model.aclose()
+            assert sorted(e.stream for e in failures.value.exceptions) == sorted(
+                s.handle for s in streams
+            )
+            for stream in streams:
+                await stream.synchronize()  # each reported once
+            await dev.synchronize()
+
+
+async def test_a_cancelled_run_does_not_hold_up_a_run_on_another_stream(
+    rt: Any, picky_path: str
+) -> None:
+    # The cancelled run's set still waits for the held stream; the next run took that
+    # set and waited for the held kernel, though the pool could grow.
+    gate = threading.Event()
+    try:
+        with anyio.fail_after(20):
+            async with (
+                aclasync.open_device(0, backend=rt) as dev,
+                dev.load_model(picky_path) as model,
+                dev.create_stream() as held,
+                dev.create_stream() as idle,
+            ):
+                (y,) = await model.run(held, np.zeros(4))  # one clean set
+                held.launch(dev.acl.sim.launch_kernel, Kernel(fn=gate.wait))
+                with anyio.CancelScope() as scope:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(model.run, held, np.zeros(4))
+                        await anyio.wait_all_tasks_blocked()  # queued behind the kernel
+                        scope.cancel()
+                with anyio.fail_after(5):  # the gate is still shut
+                    (y,) = await model.run(idle, np.ones(4))
+                assert y.tolist() == [2.0] * 4
+                gate.set()
+    finally:
+        gate.set()
+
+
+async def test_aclose_releases_everything_when_a_stream_it_waits_for_is_force_closed(
+    rt: Any, picky_path: str
+) -> None:
+    gate = threading.Event()
+    try:
+        with anyio.fail_after(20):
+            async with aclasync.open_device(0, backend=rt) as dev:
+                model = await dev.load_model(picky_path)
+                stream = await dev.create_stream()
+                x, out = await dev.alloc(32), await dev.alloc(32)
+                model.launch(stream, [x], [out])
+                stream.launch(dev.acl.sim.launch_kernel, Kernel(fn=gate.wait))
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(model.aclose)
+                    await anyio.wait_all_tasks_blocked()  # it waits for the stream
+                    await stream.aclose(force=True)
+                assert model.closed
+                assert rt.sim.model_objects() == NO_OBJECTS
+                gate.set()
+    finally:
+        gate.set()
+
+
+async def test_a_chained_run_cancelled_at_its_last_record_gives_back_every_event(
+    rt: Any, picky_path: str
+) -> None:
+    with anyio.fail_after(30):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            handles = dev._state.worker.handles  # the events users (and runs) hold
+            model = await dev.load_model(picky_path)
+            stream, blocker = await dev.create_stream(), await dev.create_stream()
+            for _ in range(5):
+                await model.run(stream, np.zeros(4))  # the next run chains on this one
+                gate = threading.Event()
+                blocker.launch(lambda _s, gate=gate: (gate.wait(10), 0)[1])  # worker held
+                taken = []
+                while True:  # the ready events used up: the run's record is a round trip
+                    try:
+                        taken.append(blocker.record_event_nowait())
+                    except anyio.WouldBlock:
+                        break
+                with anyio.CancelScope() as scope:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(model.run, stream, np.ones(4))
+                        await anyio.wait_all_tasks_blocked()  # parked in its record
+                        scope.cancel()
+                        gate.set()
+                for event in taken:
+                    await event.aclose()
+            await model.aclose()
+            await stream.aclose()
+            await blocker.aclose()
+            assert len(handles._events) == 0
