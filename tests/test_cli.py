@@ -6,6 +6,7 @@ import dataclasses
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -397,3 +398,19 @@ def test_debug_environment_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("ACLASYNC_DEBUG", "1")
     with pytest.raises(aclasync.BackendUnavailableError, match="backend='sim'"):
         main(["info", "--backend", "native"])
+
+
+@pytest.mark.parametrize("args", [("info",), ("trace", "--items", "4", "--out", "-")])
+def test_a_closed_standard_output_is_one_error_line(args: tuple[str, ...]) -> None:
+    command = " ".join([shlex.quote(sys.executable), "-m", "aclasync", *args])
+    done = subprocess.run(
+        ["sh", "-c", f"exec {command} >&-"],
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert_one_error_line(done.stderr, "standard output is closed")

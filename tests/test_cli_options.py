@@ -94,6 +94,27 @@ def test_bench_output_paths_are_checked_before_running(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
 
 
+def test_output_paths_that_only_fail_at_the_write_are_refused_before_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Each passed the check, then failed after the whole run.
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "nowhere" / "t.json")
+    cases = {
+        str(dangling): "does not exist",
+        str(tmp_path / ("x" * 300)): "its name is longer than",
+        f"{tmp_path}/new/": "names a directory",
+    }
+    for path, fragment in cases.items():
+        line = usage_error(capsys, ["trace", "--out", path])
+        assert "argument --out: " in line
+        assert fragment in line
+    linked = tmp_path / "linked.json"  # a link to a place that can be written is fine
+    linked.symlink_to(tmp_path / "real.json")
+    assert main(["trace", "--items", "4", "--out", str(linked)]) == 0
+    assert json.loads((tmp_path / "real.json").read_text())
+
+
 def test_trace_output_path_is_checked_before_running(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -84,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Blocks until the subcommand has finished, or until Ctrl-C has unwound it.
     """
     before = set(threading.enumerate())
+    if sys.stdout is None:  # started with its standard output closed: nowhere to answer
+        _say("aclasync: error: standard output is closed")
+        return 1
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)

@@ -49,7 +49,8 @@ def message_stream(path: str | None) -> TextIO:
 
 def pyacl_call(acl: Any, name: str, *args: Any, size: int = 2) -> Any:
     """Call ``acl.<name>(*args)`` and check the shape of its result: a *size*-tuple
-    ending in an ``int`` status, as pyACL's calls return (*size* 0: any result).
+    ending in an ``int`` status, as pyACL's calls return (*size* 1: a bare ``int``
+    status; 0: any result).
 
     Raises
     ------
@@ -63,7 +64,12 @@ def pyacl_call(acl: Any, name: str, *args: Any, size: int = 2) -> Any:
     if not callable(target):
         raise CliError(f"the acl module has no acl.{name}: is it pyACL?")
     result = target(*args)
-    if size and not (
+    if size == 1 and not isinstance(result, int):
+        raise CliError(
+            f"acl.{name}() returned {result!r}, not the int status that pyACL returns: "
+            "is the acl module pyACL?"
+        )
+    if size > 1 and not (
         isinstance(result, tuple) and len(result) == size and isinstance(result[-1], int)
     ):
         raise CliError(

@@ -83,7 +83,7 @@ def collect_report(
         },
         "device": device,
     }
-    initialised = acl.init() == 0
+    initialised = pyacl_call(acl, "init", size=1) == 0
     try:
         progress("doctor: asking the runtime what it has")
         report["runtime"] = _runtime(acl)
@@ -103,7 +103,7 @@ def collect_report(
         report["sync_modes"] = _sync_modes(name, device, skip=fast.verdict != PASS)
     finally:
         if initialised:
-            acl.finalize()
+            pyacl_call(acl, "finalize", size=1)
     verdicts = [check["verdict"] for check in report["checks"]]
     report["summary"] = {verdict: verdicts.count(verdict) for verdict in (PASS, FAIL, SKIP)}
     return report

@@ -57,7 +57,7 @@ def collect_info(requested: str | None) -> dict[str, Any]:
     """
     name, reason = choose_backend(requested)
     acl, _ = resolve_backend(name)
-    initialised = acl.init() == 0
+    initialised = pyacl_call(acl, "init", size=1) == 0
     try:
         count, ret = pyacl_call(acl, "rt.get_device_count")
         raise_for_status(ret, "acl.rt.get_device_count")
@@ -67,7 +67,7 @@ def collect_info(requested: str | None) -> dict[str, Any]:
     finally:
         # Only undo our own init: a runtime someone else initialised stays initialised.
         if initialised:
-            acl.finalize()
+            pyacl_call(acl, "finalize", size=1)
     try:
         mode_name = RunMode(mode).name
     except ValueError:

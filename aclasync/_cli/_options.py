@@ -73,8 +73,9 @@ def float_option(*, high: float, zero_ok: bool = False) -> Callable[[str], float
 def output_option(*, stdout_ok: bool) -> Callable[[str], str]:
     """An argparse type: a file this process can create or overwrite (or ``-``).
 
-    Checks that the parent is an existing, writable directory and that the path is
-    not a directory or an unwritable file. Nothing is created.
+    Checks, where a link leads if the path is one, that the parent is an existing,
+    writable directory, that the name fits the file system and that the path is not a
+    directory or an unwritable file. Nothing is created.
     """
 
     def parse(text: str) -> str:
@@ -84,17 +85,28 @@ def output_option(*, stdout_ok: bool) -> Callable[[str], str]:
             raise argparse.ArgumentTypeError("needs a file name ('-' is not supported here)")
         if not text.strip():
             raise argparse.ArgumentTypeError("needs a file name, got an empty string")
+        if text.endswith(("/", os.sep)):
+            raise argparse.ArgumentTypeError(f"{text} names a directory, expected a file name")
         path = Path(text).expanduser()
-        parent = path.parent
-        if path.is_dir():
+        target = Path(os.path.realpath(path))  # what is written: a link's end
+        parent = target.parent
+        try:
+            name_max = os.pathconf(parent, "PC_NAME_MAX")
+        except (OSError, ValueError):  # not told (or no such directory): the common bound
+            name_max = 255
+        if len(os.fsencode(target.name)) > name_max:  # (before any look at the file)
+            raise argparse.ArgumentTypeError(
+                f"cannot write {text}: its name is longer than {name_max} bytes"
+            )
+        if target.is_dir():
             raise argparse.ArgumentTypeError(f"{text} is a directory, expected a file name")
         if not parent.exists():
             raise argparse.ArgumentTypeError(f"cannot write {text}: {parent} does not exist")
         if not parent.is_dir():
             raise argparse.ArgumentTypeError(f"cannot write {text}: {parent} is not a directory")
-        if path.exists() and not os.access(path, os.W_OK):
+        if target.exists() and not os.access(target, os.W_OK):
             raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied")
-        if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        if not target.exists() and not os.access(parent, os.W_OK | os.X_OK):
             raise argparse.ArgumentTypeError(f"cannot write {text}: {parent} is not writable")
         return str(path)
 

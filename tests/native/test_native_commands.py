@@ -184,16 +184,32 @@ _BROKEN_ACL = {
         "get_version = lambda: '8.0'\n"
     ),
 }
+#: Every acl.rt call aclasync needs, but no acl.init: info and doctor call it.
+_NO_INIT_ACL = (
+    "import aclasync.sim\n"
+    "_real = aclasync.sim.create(strict=True)\n"
+    "rt, mdl, util, get_soc_name = _real.rt, _real.mdl, _real.util, _real.get_soc_name\n"
+)
 
 
-@pytest.mark.parametrize("broken", sorted(_BROKEN_ACL))
-@pytest.mark.parametrize("command", [["info"], ["doctor"], ["demo", "--items", "4"]])
+@pytest.mark.parametrize(
+    ("broken", "command"),
+    [
+        *(
+            (b, c)
+            for b in sorted(_BROKEN_ACL)
+            for c in (["info"], ["doctor"], ["demo", "--items", "4"])
+        ),
+        ("no-init", ["info"]),
+        ("no-init", ["doctor"]),
+    ],
+)
 def test_a_broken_acl_module_is_one_error_line(
     tmp_path: Path, broken: str, command: list[str]
 ) -> None:
     package = tmp_path / "fake" / "acl"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text(_BROKEN_ACL[broken])
+    (package / "__init__.py").write_text(_BROKEN_ACL.get(broken, _NO_INIT_ACL))
     done = aclasync_native(*command, cwd=tmp_path, acl_dir=tmp_path / "fake")
     errors = [line for line in done.stderr.splitlines() if line.startswith("aclasync: error:")]
     assert done.returncode == 1, done.stderr
