@@ -15,6 +15,7 @@ cancellation would drop it (``hand_over``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import weakref
@@ -205,12 +206,13 @@ class DeviceState:
                 except anyio.ClosedResourceError:
                     # A stream force-closed meanwhile: its dropped work is nothing to
                     # wait for, and the forced close is that stream's to report.
-                    if self.closed or lane.life is not Life.FORCED:
+                    if self.closed or not (lane.life is Life.FORCED or lane.disowned):
                         raise
         except BaseException:
             for _, waiter in waits:
                 waiter.abandoned = True
             raise
+        self._prune_closed()
         self.report_device()
 
     def expiry(
@@ -318,10 +320,15 @@ class DeviceState:
                     return  # the device closed meanwhile and released the stream
                 if isinstance(exc, anyio.ClosedResourceError) and lane.life is Life.FORCED:
                     return  # force-closed meanwhile: that close reports what it held
-                self._lanes.pop(lane, None)
                 self.hand_over(self._take_all([lane.errors]), exc)
-                # Destroyed once its work is done, without holding the worker meanwhile.
-                self.post(functools.partial(self.worker.close_when_done, lane), queues_work=False)
+                # Destroyed once its work is done, without holding the worker meanwhile;
+                # until then the device's synchronize waits for it too.
+                self._prune_closed()
+                self._lanes[lane] = False  # its failures go to the device (disowned)
+                close = functools.partial(self.worker.close_when_done, lane)
+                if not self.gone():  # (a Run: a backend fault there is the device's death)
+                    with contextlib.suppress(anyio.BrokenResourceError):
+                        self.worker.submit(Run(close))
                 raise
         close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
         with anyio.CancelScope(shield=True):
@@ -334,6 +341,11 @@ class DeviceState:
         self._lanes.pop(lane, None)
         errors = self._take_all([lane.errors])
         await self._finish_close(errors, propagating, self.hand_over)
+
+    def _prune_closed(self) -> None:
+        """Forget streams whose cancelled close has since destroyed them."""
+        for lane in [lane for lane in self._lanes if lane.closed]:
+            del self._lanes[lane]
 
     async def close_default(
         self, lane: Lane, *, force: bool, propagating: BaseException | None

@@ -301,8 +301,9 @@ class DeviceWorker:
         close = functools.partial(self.close_stream, lane, force=False, reported=False)
 
         def queue_close() -> None:  # on a thread of the device, once the work is done
-            with contextlib.suppress(DeviceBrokenError):  # it died: it released all
-                self.submit(Run(close))
+            if self.death is None:  # else it released all (and its death is not seen here)
+                with contextlib.suppress(DeviceBrokenError):
+                    self.submit(Run(close))
 
         self.fence_now(lane, Waiter(Then(queue_close)), timed=False)
 
@@ -347,8 +348,8 @@ class DeviceWorker:
                 waiters.append(waiter)
             if isinstance(job, Record):  # taken from the pool, never recorded
                 self.handles.hand_out(job.event, job.timing)
-        for waiter in dict.fromkeys(waiters):  # each once, in order
-            if waiter.result is None and not waiter.abandoned:
+        for waiter in dict.fromkeys(waiters):  # each once, in order; a Then is nobody's
+            if waiter.result is None and not waiter.abandoned and not waiter.delivery.then:
                 self.watcher.resolve(waiter, outcome.Error(self.broken_error()))
         self.watcher.flush()
         self.watcher.stop_thread()

@@ -268,3 +268,23 @@ async def test_worker_death_while_collecting_a_reached_point_fails_its_waiters(r
                 _assert_broken(exc)
         with pytest.raises(aclasync.DeviceBrokenError):
             await dev.synchronize()
+
+
+async def test_a_death_while_a_cancelled_close_waits_is_raised_by_the_device_close(
+    rt: Any,
+) -> None:
+    acl = BreakableAcl(rt)
+    gate = Gate()
+    try:
+        with anyio.fail_after(10), pytest.raises(aclasync.DeviceBrokenError):  # noqa: PT012
+            async with opened(acl) as dev:
+                s = await dev.create_stream()
+                s.launch(dev.acl.sim.launch_kernel, gate.kernel())
+                with anyio.CancelScope() as scope:
+                    scope.cancel()
+                    await s.aclose()  # destroyed once the kernel ends: never, here
+                acl.armed.set()  # the worker dies at its next look
+                assert await anyio.to_thread.run_sync(acl.broke.wait, 5)
+                gate.open()  # its release after the death waits for the kernel
+    finally:
+        gate.open()

@@ -154,12 +154,22 @@ async def test_a_cancelled_close_does_not_hold_the_device_for_its_streams_work(
                 other.launch(kernel, Kernel())
                 await other.synchronize(timeout=5)  # with the gate still closed
                 assert dev.acl.sim.live_objects()["streams"] == before + 1
-                gate.open()
+                failures: list[BaseException] = []
+
+                async def device_sync() -> None:  # waits for the closing stream's work too
+                    with pytest.raises(aclasync.AclError) as failure:
+                        await dev.synchronize()
+                    failures.append(failure.value)  # its failure is the device's
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(device_sync)
+                    await anyio.sleep(0.05)  # the kernel cannot end: the gate is shut
+                    assert failures == []
+                    gate.open()
+                assert [getattr(e, "code", None) for e in failures] == [507015]
                 while dev.acl.sim.live_objects()["streams"] != before:  # noqa: ASYNC110
                     await anyio.sleep(0.005)  # destroyed once its work ended
-                with pytest.raises(aclasync.AclError) as failure:
-                    await dev.synchronize()  # the closed stream's failure is the device's
-                assert failure.value.code == 507015
+                await dev.synchronize()  # reported once
     finally:
         gate.open()
 
