@@ -203,6 +203,7 @@ class Device(AsyncResource, Generic[AclT]):
             return self._default_stream
         known = self._state.streams.get(handle)
         if known is not None and not known.closed:
+            known._lane.share()  # its handle is in other hands: never known idle again
             return known
         lane = self._state.adopt_stream(handle)
         return Stream._create(self, self._state, lane, 0, 0)

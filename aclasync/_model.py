@@ -213,7 +213,9 @@ class Model(AsyncResource):
         # Where the caller's stream stood when this run was ordered after its work:
         # `done` stands for all of it only if nothing else comes before the wait for it.
         since: tuple[int, int] | None = _mark(stream)
-        if chain is not None and chain.tail == since and len(chain.held) < _HELD:
+        # (Not on a stream others queue work on too: its marks count aclasync's only.)
+        shared = stream._lane.shared
+        if chain is not None and chain.tail == since and len(chain.held) < _HELD and not shared:
             # The caller's stream ends with its wait for the last run: wait for that run.
             # The stream may not have passed its own wait yet, so the events stay held.
             own.wait_event(chain.done)

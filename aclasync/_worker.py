@@ -63,6 +63,9 @@ class DeviceWorker:
         #: Failures that belong to no open stream (closed streams, cancelled closes).
         self.orphan_errors: deque[tuple[int, BaseException]] = deque()
         self.default_lane = Lane(0)
+        # Every thread that sets the device shares its default context, and with it
+        # the default stream (docs/interop.md): others may queue work on it.
+        self.default_lane.share()
         self.handles = Handles(self._rt, device_id, self.default_lane)
         self.watcher = Watcher(
             self._rt, device_id, self.handles, options, self._fail, self._look_again

@@ -488,3 +488,25 @@ async def test_work_another_thread_queues_by_the_protocol_is_awaited_and_reporte
                 await mine.synchronize()
             assert failure.value.code == AICORE_EXCEPTION
             await mine.synchronize()
+
+
+@pytest.mark.parametrize("how", ["default stream", "wrapped by its handle"])
+async def test_streams_others_can_reach_are_never_known_idle(rt: Any, how: str) -> None:
+    # Threads that set the device share the default stream; wrapping a stream of the
+    # device by its handle gives that handle out as __acl_stream__ does.
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as mine:
+            stream = dev.default_stream if how == "default stream" else mine
+            await stream.synchronize()
+            await stream.synchronize()  # known idle, by aclasync's counts
+            if how != "default stream":
+                assert dev.wrap_stream(mine.handle) is mine
+
+            def other_thread(kernel: Kernel) -> tuple[int, int, int]:
+                acl = rt.rt
+                setting = acl.set_device(0)
+                return setting, rt.sim.launch_kernel(kernel, stream.handle), acl.reset_device(0)
+
+            gate = Gate()
+            assert await anyio.to_thread.run_sync(other_thread, gate.kernel()) == (0, 0, 0)
+            await _held_until_opened(stream.synchronize, gate)

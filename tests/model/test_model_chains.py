@@ -191,3 +191,44 @@ async def _each_run_fails_leaving_nothing(
             with pytest.raises(error, match=match):
                 await model.run(stream, *arrays)
         assert rt.sim.live_objects() == before
+
+
+async def test_a_run_waits_for_work_another_thread_queued_on_an_exported_stream(
+    rt: Any, model_path: str
+) -> None:
+    # The second run used to chain on the first run's event alone: aclasync's counts
+    # never see the other thread's kernel between the two.
+    gate = threading.Event()
+    started = threading.Event()
+    try:
+        with anyio.fail_after(20):
+            async with (
+                aclasync.open_device(0, backend=rt) as dev,
+                dev.load_model(model_path) as model,
+                dev.create_stream() as stream,
+            ):
+                _, handle = stream.__acl_stream__()
+                x, bias = np.ones((4, 8), np.float32), np.zeros(8, np.float32)
+                await model.run(stream, x, bias)
+
+                def other_thread() -> None:
+                    assert rt.rt.set_device(0) == 0
+                    held = Kernel(fn=lambda: (started.set(), gate.wait(10)))
+                    assert rt.sim.launch_kernel(held, handle) == 0
+                    assert rt.rt.reset_device(0) == 0
+
+                await anyio.to_thread.run_sync(other_thread)
+                done = anyio.Event()
+
+                async def second_run() -> None:
+                    await model.run(stream, x, bias)
+                    done.set()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(second_run)
+                    assert await anyio.to_thread.run_sync(started.wait, 10)
+                    await anyio.sleep(0.05)  # the kernel cannot end: the gate is shut
+                    assert not done.is_set(), "the run did not wait for the other's kernel"
+                    gate.set()
+    finally:
+        gate.set()
