@@ -2,7 +2,9 @@
 
 Each file is the ``--json`` output of ``aclasync bench`` with ``sync-modes`` in it.
 Prints a Markdown table (median per loop, mode and kernel length, each run in brackets)
-and the worst median per loop and mode against the target. Exit status 2 on bad input.
+and the worst median per loop and mode against the target (no verdict for quick runs).
+The files must be distinct runs of one configuration: the same run twice, or runs whose
+workload, loops or backend differ, are refused. Exit status 2 on bad input.
 """
 
 from __future__ import annotations

@@ -16,7 +16,14 @@ from aclasync._cli._bench._sync_modes import LENGTHS_US, MODES
 SCRIPT = Path(__file__).parent.parent / "benchmarks" / "combine.py"
 
 
-def _run_file(tmp_path: Path, name: str, over: float, *, loops: tuple[str, ...]) -> Path:
+def _run_file(
+    tmp_path: Path,
+    name: str,
+    over: float,
+    *,
+    loops: tuple[str, ...],
+    config: dict[str, Any] | None = None,
+) -> Path:
     """A minimal ``aclasync bench --json`` file whose sync-modes cells all read *over*,
     except FAST_SYNC at 0 us, which reads ``over + 30``; raw rows carry no ``over``."""
     rows: list[dict[str, Any]] = [
@@ -30,7 +37,10 @@ def _run_file(tmp_path: Path, name: str, over: float, *, loops: tuple[str, ...])
                 value = over + 30 if (mode, length) == ("FAST_SYNC", 0) else over
                 rows.append({"level": loop, "mode": mode, "kernel_us": length, "over_us": value})
     path = tmp_path / name
-    path.write_text(json.dumps({"benchmarks": {"sync-modes": {"rows": rows}}}))
+    data: dict[str, Any] = {"benchmarks": {"sync-modes": {"rows": rows}}}
+    if config is not None:
+        data["config"] = config
+    path.write_text(json.dumps(data))
     return path
 
 
@@ -77,3 +87,63 @@ def test_the_script_says_what_is_wrong_with_a_file(tmp_path: Path) -> None:
         [sys.executable, str(SCRIPT), str(good)], capture_output=True, text=True, check=True
     )
     assert "| uvloop | 10,000 µs |" in done.stdout
+
+
+def _config(**changes: Any) -> dict[str, Any]:
+    config = {
+        "quick": False,
+        "loops": ["asyncio"],
+        "workload": None,
+        "backend": {"name": "sim", "acl": "aclasync.sim"},
+    }
+    return {**config, **changes}
+
+
+def test_the_same_run_twice_is_refused(tmp_path: Path) -> None:
+    one = _run_file(tmp_path, "a.json", 1.0, loops=("asyncio",), config=_config(started="t1"))
+    copy = tmp_path / "copy.json"
+    copy.write_text(one.read_text())
+    for twice in ([one, one], [one, copy]):
+        with pytest.raises(ValueError, match="same run"):
+            load_runs(twice)
+    # Same start on the same machine: the same run, whatever its figures now read.
+    edited = _run_file(tmp_path, "b.json", 9.0, loops=("asyncio",), config=_config(started="t1"))
+    with pytest.raises(ValueError, match="same run"):
+        load_runs([one, edited])
+    other = _run_file(tmp_path, "c.json", 9.0, loops=("asyncio",), config=_config(started="t2"))
+    assert combine(load_runs([one, other])).runs == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"workload": "memset"},
+        {"loops": ["asyncio", "trio"]},
+        {"backend": {"name": "native", "soc": "Ascend910B"}},
+    ],
+)
+def test_runs_of_different_configurations_are_refused(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
+    one = _run_file(tmp_path, "a.json", 1.0, loops=("asyncio",), config=_config(started="t1"))
+    two = _run_file(
+        tmp_path, "b.json", 1.0, loops=("asyncio",), config=_config(started="t2", **change)
+    )
+    (key,) = change
+    with pytest.raises(ValueError, match=f"differ in {key}"):
+        load_runs([one, two])
+
+
+def test_quick_runs_get_no_verdict(tmp_path: Path) -> None:
+    paths = [
+        _run_file(tmp_path, f"q{i}.json", 1.0, loops=("asyncio",), config=_config(quick=True))
+        for i in range(2)
+    ]
+    paths[1].write_text(paths[1].read_text().replace('"over_us": 1.0', '"over_us": 2.0'))
+    combined = combine(load_runs(paths))
+    assert combined.quick
+    text = format_markdown(combined)
+    assert "[ok]" not in text
+    assert "[MISS]" not in text
+    assert "FAST_SYNC +31.0 [no verdict]" in text
+    assert "no verdict" in text.splitlines()[-2]

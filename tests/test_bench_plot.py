@@ -115,3 +115,48 @@ def test_a_quick_run_says_its_targets_are_for_full_runs() -> None:
     assert note in quick
     assert "[MISS] x" in quick
     assert note not in full
+
+
+def test_legends_word_their_series_with_series_format(figure: Any) -> None:
+    """The ``request`` charts name each series "1,000 µs kernel", not a bare 1000."""
+    texts = {
+        text.get_text()
+        for axis in figure.axes
+        if axis.get_legend() is not None
+        for text in axis.get_legend().get_texts()
+    }
+    formatted = [c for _, c in _charts() if c.get("series_format")]
+    assert formatted  # the request charts
+    for chart in formatted:
+        assert chart["series_format"].format(3) in texts
+    from aclasync._cli._bench._plot import series_label
+
+    assert series_label(1000, {"series_format": "{:,} µs kernel"}) == "1,000 µs kernel"
+    assert series_label("asyncio", {}) == "asyncio"
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "shown"),
+    [
+        (29.97, ">= 30", "29.97"),
+        (29.9996, ">= 30", "29.9996"),
+        (30.004, "> 30", "30.004"),
+        (0.69996, "< 0.7", "0.69996"),
+        (0.70485, "<= 0.7049", "0.7048"),
+        (1.234, ">= 1", "1.23"),
+        (12.0, "<= 20 (max of 20 and the A/A spread)", "12"),
+    ],
+)
+def test_a_check_value_never_reads_as_on_the_other_side_of_its_target(
+    value: float, target: str, shown: str
+) -> None:
+    from aclasync._cli._bench._report import check_value
+
+    assert check_value(value, target) == shown
+    bench = {
+        "title": "t",
+        "columns": [],
+        "rows": [],
+        "checks": [{"what": "x", "value": value, "target": target, "ok": None}],
+    }
+    assert f"x: {shown} (target {target})" in format_table({"benchmarks": {"b": bench}})

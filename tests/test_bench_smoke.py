@@ -136,3 +136,50 @@ def test_soak_runs_for_the_given_seconds_without_unexpected_errors() -> None:
     assert row["threads_end"] == row["threads_start"]
     with pytest.raises(ValueError, match="seconds"):
         run(["soak"], seconds=0, progress=lambda line: None)
+
+
+def test_serve_gives_its_whole_run_thread_counts_one_labelled_line() -> None:
+    from aclasync._cli._bench import _serve
+
+    assert "threads" not in {col["key"] for col in _serve.COLUMNS}  # not repeated per row
+    note = _serve.threads_note({"aclasync": 12, "naive": 45})
+    assert "over the whole run" in note
+    assert "aclasync 12, naive 45" in note
+
+
+def test_bench_help_gives_the_soak_default_the_code_uses() -> None:
+    import argparse
+
+    from aclasync._cli import build_parser
+    from aclasync._cli._bench._soak import QUICK_SECONDS, SECONDS
+
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (action,) = [a for a in commands.choices["bench"]._actions if "--seconds" in a.option_strings]
+    assert f"default: {SECONDS:g}, or {QUICK_SECONDS:g} with --quick" in str(action.help)
+
+
+@pytest.mark.anyio
+async def test_model_and_request_concurrent_alternate_their_variants_in_rounds() -> None:
+    """Each round runs every variant once, the order reversed every other round, and
+    the rates reported are the medians over the rounds."""
+    from aclasync._cli._bench import _model, _request
+
+    seen: list[str] = []
+
+    def variant(name: str) -> Any:
+        async def request(*_: Any) -> None:
+            seen.append(name)
+
+        return request
+
+    for alternate in (_model.alternate, _request.alternate):
+        seen.clear()
+        result = await alternate({"a": variant("a"), "b": variant("b")}, 2, 40, 4)
+        assert len(seen) == 80  # 40 of each, in blocks of 10 (one per round)
+        assert seen[::10] == ["a", "b", "b", "a", "a", "b", "b", "a"]
+        assert all(len(set(seen[i : i + 10])) == 1 for i in range(0, 80, 10))
+        assert set(result) == {"a", "b"}
+    assert len(result["a"]) == 2  # request: (median req/s, median CPU us per request)
+    rate, latencies = (await _model.alternate({"a": variant("a")}, 2, 40, 4))["a"]
+    assert rate > 0
+    assert len(latencies) == 40  # every round's requests, pooled

@@ -142,8 +142,14 @@ def test_overhead_reports_the_bare_thread_floor(results: dict[str, Any]) -> None
         bare = rows["bare thread"]["median_us"]
         assert _number(bare)
         assert bare > 0
+        assert ("aclasync same-CPU" in rows) is placed
+        assert ("bare thread, same-CPU" in rows) is placed
         for variant, row in rows.items():
-            own = "bare thread, placed" if variant.endswith(", placed") else "bare thread"
+            own = "bare thread"
+            if variant.endswith(", placed"):
+                own = "bare thread, placed"
+            elif variant.endswith("same-CPU"):
+                own = "bare thread, same-CPU"
             assert row["vs_bare_us"] == pytest.approx(row["median_us"] - rows[own]["median_us"])
         judged = "aclasync, placed" if placed else "aclasync"
         (found,) = [
@@ -252,3 +258,55 @@ async def test_bare_thread_keeps_answering_after_a_cancelled_round_trip() -> Non
             before = time.perf_counter()
             stamp = await bare.round_trip()  # its own answer, not the abandoned one's
             assert before <= stamp <= time.perf_counter()
+
+
+def test_overhead_compares_each_variant_with_the_bare_thread_placed_alike() -> None:
+    from aclasync._cli._bench import _overhead as o
+
+    for variant in (o.RAW, o.BARE, o.ACLASYNC, o.NAIVE, o.STDLIB):
+        assert o._BARE_OF.get(variant, o.BARE) == o.BARE
+    for variant in (o.BARE_PLACED, o.ACLASYNC_PLACED):
+        assert o._BARE_OF[variant] == o.BARE_PLACED
+    for variant in (o.BARE_PINNED, o.PINNED):  # loop, worker and bare thread on one CPU
+        assert o._BARE_OF[variant] == o.BARE_PINNED
+
+
+class _NoWork:
+    """A stand-in workload for the raw thread's event-timed samples: nothing to queue."""
+
+    scratch_bytes = 32
+
+    def work(self, length_us: float, scratch: int, acl: Any) -> tuple[Any, tuple[Any, ...]]:
+        return (lambda handle: 0), ()
+
+
+@pytest.mark.anyio
+async def test_the_raw_levels_event_query_lies_outside_its_window() -> None:
+    """The raw thread queries its events before it posts; that query (here 60 ms of
+    CPU) counts in neither its latency nor its CPU, as with aclasync's sample."""
+    from aclasync import sim
+    from aclasync._cli._bench._sync_modes import _new_cell, _raw_timed_sample
+
+    acl = sim.create(device_count=1)
+    real = acl.rt.event_elapsed_time
+    queries: list[float] = []
+
+    def slow_elapsed(start: int, end: int) -> Any:
+        queries.append(time.perf_counter())
+        until = time.thread_time() + 0.06
+        while time.thread_time() < until:
+            pass
+        return real(start, end)
+
+    acl.rt.event_elapsed_time = slow_elapsed
+    try:
+        with anyio.fail_after(10), RawThread({"default": 0}, _NoWork(), acl) as raw:  # type: ignore[arg-type]
+            cell = _new_cell()
+            for _ in range(3):
+                await _raw_timed_sample(raw, "default", 0, cell)
+    finally:
+        acl.sim.close()
+    assert len(queries) == 3  # the slow query was made, in the window
+    assert max(cell["latency"]) < 0.04
+    assert cell["process_cpu"] / 3 < 0.04
+    assert all(floor < 0.04 for floor in cell["floor"])

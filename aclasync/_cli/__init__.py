@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--seconds",
         type=float_option(high=MAX_SOAK_SECONDS),
-        help="run time per loop of timed benchmarks (soak; default: 10, or 3 with --quick)",
+        help="run time per loop of timed benchmarks (soak; default: 30, or 3 with --quick)",
     )
     _add_workload(bench)
     bench.add_argument(

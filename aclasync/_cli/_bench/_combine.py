@@ -5,6 +5,10 @@ microseconds on a shared VM; the figures the README quotes are medians over seve
 ``aclasync bench --json`` files. ``combine`` computes them: per loop, mode and kernel
 length, the median of the runs' ``over us`` and the runs themselves, then the worst
 median per loop and mode against the target.
+
+The files must be distinct runs (the same run twice would count twice: refused) of one
+configuration (workload, loops, backend: refused if they differ). Quick runs' medians
+are shown with no verdict, as ``format_table`` gives none for a quick run.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ class Combined:
 
     runs: int
     cells: dict[tuple[str, str, int], list[float]]
+    #: Some run was a ``--quick`` one: its targets are for full runs, so no verdict.
+    quick: bool = False
 
     def median(self, loop: str, mode: str, length: int) -> float:
         return statistics.median(self.cells[(loop, mode, length)])
@@ -39,10 +45,19 @@ class Combined:
         return max(self.median(loop, mode, length) for length in LENGTHS_US)
 
 
+#: What the runs' ``config`` must agree on to be combined.
+_SAME = ("workload", "loops", "backend")
+
+
 def load_runs(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:
-    """Read ``aclasync bench --json`` files; ``ValueError`` names a file that has no
-    ``sync-modes`` result or is not such a file."""
+    """Read ``aclasync bench --json`` files; return each one's ``sync-modes`` result, with
+    the file's ``config`` under ``"config"``.
+
+    ``ValueError`` names a file that has no ``sync-modes`` result or is not such a file,
+    two files that hold the same run, or two whose workload, loops or backend differ.
+    """
     runs: list[Mapping[str, Any]] = []
+    seen: list[tuple[str | Path, Any]] = []
     for path in paths:
         try:
             data = json.loads(Path(path).read_text())
@@ -53,8 +68,42 @@ def load_runs(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:
         if not isinstance(sync_modes, dict) or "rows" not in sync_modes:
             hint = "run 'aclasync bench sync-modes --json FILE'"
             raise ValueError(f"{path}: no sync-modes result ({hint})")
-        runs.append(sync_modes)
+        config = data.get("config")
+        config = config if isinstance(config, dict) else {}
+        for other, before in seen:
+            if _same_run(data, before):
+                raise ValueError(
+                    f"{path} and {other} hold the same run: combining it twice would count it twice"
+                )
+            first = before.get("config") if isinstance(before.get("config"), dict) else {}
+            for key in _SAME:
+                if _comparable(key, config.get(key)) != _comparable(key, first.get(key)):
+                    raise ValueError(
+                        f"{path} and {other} differ in {key} ({config.get(key)!r} against "
+                        f"{first.get(key)!r}): only runs of one configuration combine"
+                    )
+        seen.append((path, data))
+        runs.append({**sync_modes, "config": config})
     return runs
+
+
+def _same_run(one: Mapping[str, Any], two: Mapping[str, Any]) -> bool:
+    """Identical files, or the same start time on the same machine."""
+    if one == two:
+        return True
+    started = (one.get("config") or {}).get("started")
+    return started is not None and (
+        started == (two.get("config") or {}).get("started")
+        and one.get("machine") == two.get("machine")
+    )
+
+
+def _comparable(key: str, value: Any) -> Any:
+    """The part of a config value that must agree: the backend's name and SoC (not
+    where its ``acl`` module was installed)."""
+    if key == "backend" and isinstance(value, dict):
+        return (value.get("name"), value.get("soc"))
+    return value
 
 
 def combine(runs: Sequence[Mapping[str, Any]]) -> Combined:
@@ -74,7 +123,8 @@ def combine(runs: Sequence[Mapping[str, Any]]) -> Combined:
     counts = {len(values) for values in cells.values()}
     if counts != {len(runs)}:
         raise ValueError("the runs do not cover the same loops, modes and kernel lengths")
-    return Combined(len(runs), cells)
+    quick = any(bool((run.get("config") or {}).get("quick")) for run in runs)
+    return Combined(len(runs), cells, quick)
 
 
 def format_markdown(combined: Combined) -> str:
@@ -93,11 +143,15 @@ def format_markdown(combined: Combined) -> str:
     lines.append(
         f"Worst median per mode over {combined.runs} run(s), target <= {OVER_TARGET_US:g} us:"
     )
+    if combined.quick:
+        lines.append("(quick runs: the targets are for full runs, so their medians get no verdict)")
     for loop in combined.loops():
         parts = []
         for mode in modes:
             worst = combined.worst(loop, mode)
             mark = "ok" if worst <= OVER_TARGET_US else "MISS"
+            if combined.quick:
+                mark = "no verdict"
             parts.append(f"{mode} {worst:+.1f} [{mark}]")
         lines.append(f"- {loop}: " + "; ".join(parts))
     return "\n".join(lines) + "\n"

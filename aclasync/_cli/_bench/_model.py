@@ -8,8 +8,11 @@ The same request, side by side in one run, at concurrency 1, 16 and 64:
   service does per request: ``set_context``, ``memcpy`` in, ``acl.mdl.execute``,
   ``memcpy`` out, on buffers and datasets set up once per concurrent worker.
 
-Each of *concurrency* workers takes requests until *n* are done; a sample is one
-request's latency, and the rate is *n* over the wall time.
+The two variants alternate in rounds at each concurrency (``ROUNDS``, 2 with
+``--quick``; the order alternating too), *n* / rounds requests each per round: each of
+*concurrency* workers takes requests until the round's are done. A sample is one
+request's latency (pooled over the rounds), and the rate is the median over the rounds
+of the round's requests over its wall time.
 
 The model is a registered simulated one, or with ``--model PATH`` the offline model in
 that file (a real ``.om`` on the native backend, which has no other: there, without
@@ -20,9 +23,10 @@ the first answer aclasync got.
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +41,7 @@ from .._workload import time_model
 from ._common import BenchConfig, Skip, Target, check, column, expect, run_on_loop
 from ._stats import ratio, summarize
 
-__all__ = ["RUNS_NATIVE", "run"]
+__all__ = ["RUNS_NATIVE", "alternate", "run"]
 
 #: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
 RUNS_NATIVE = True
@@ -48,6 +52,8 @@ CONCURRENCY = (1, 16, 64)
 STREAMS = 4
 SHAPE = (16, 64)
 DEVICE_US = 200.0  # simulated device time of one execution
+#: Rounds per concurrency in a full run, each variant once per round (order alternating).
+ROUNDS = 4
 H2D, D2H = 1, 2
 
 
@@ -79,15 +85,19 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "on the native backend this benchmark needs --model PATH (an offline model): "
             "without it, it registers a simulated model (acl.sim)"
         )
-    n = cfg.size(2000, 400, minimum=4)
+    rounds = 2 if cfg.quick else ROUNDS
+    n = cfg.size(2000, 400, minimum=4 * rounds)
     rows: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     described: dict[str, Any] = {}
     for loop in cfg.loops:
-        cfg.progress(f"model [{loop}]: {n} requests per variant at concurrency {CONCURRENCY}")
-        results, described = run_on_loop(loop, _measure, cfg.target, n)
+        cfg.progress(
+            f"model [{loop}]: {n} requests per variant at concurrency {CONCURRENCY}, "
+            f"in {rounds} alternating rounds"
+        )
+        results, described = run_on_loop(loop, _measure, cfg.target, n, rounds)
         for concurrency, variants in results.items():
-            rates = {name: n / wall for name, (wall, _) in variants.items()}
+            rates = {name: rate for name, (rate, _) in variants.items()}
             for name, (_, latencies) in variants.items():
                 stats = summarize(latencies, scale=1e-6)
                 rows.append(
@@ -95,7 +105,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
                         "loop": loop,
                         "concurrency": concurrency,
                         "variant": name,
-                        "n": n,
+                        "n": len(latencies),
                         "per_s": rates[name],
                         "p50_ms": stats["median"],
                         "p99_ms": stats["p99"],
@@ -138,17 +148,25 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "aclasync spreads requests over four streams; the simulator's blocking "
             "execute runs on the context's default stream, so blocking requests share it.",
             "to_thread runs in anyio's default thread limiter (40 threads).",
+            f"The variants alternate in {rounds} rounds of {n // rounds} requests each "
+            "(order alternating); req/s is the median of the rounds' rates, p50/p99 pool "
+            "the rounds' requests.",
         ],
-        "params": {"n": n, "concurrency": list(CONCURRENCY), "streams": STREAMS},
+        "params": {
+            "n": n,
+            "rounds": rounds,
+            "concurrency": list(CONCURRENCY),
+            "streams": STREAMS,
+        },
     }
 
 
 async def _measure(
-    target: Target, n: int
+    target: Target, n: int, rounds: int
 ) -> tuple[dict[int, dict[str, tuple[float, list[int]]]], dict[str, Any]]:
     with target.opened(1) as acl:
         if target.model is not None:
-            return await _measure_model(acl, target.model, n, None)
+            return await _measure_model(acl, target.model, n, rounds, None)
         with tempfile.TemporaryDirectory(prefix="aclasync-bench-") as folder:
             path = acl.sim.register_model(
                 Path(folder) / "bench.om",
@@ -157,13 +175,14 @@ async def _measure(
                 fn=body,
                 duration_us=DEVICE_US,
             )
-            return await _measure_model(acl, path, n, body)
+            return await _measure_model(acl, path, n, rounds, body)
 
 
 async def _measure_model(
-    acl: Any, path: str, n: int, known: Callable[..., Any] | None
+    acl: Any, path: str, n: int, rounds: int, known: Callable[..., Any] | None
 ) -> tuple[dict[int, dict[str, tuple[float, list[int]]]], dict[str, Any]]:
-    """Both variants on the model at *path*; *known* computes its answer, if known."""
+    """Both variants on the model at *path*, alternating in *rounds*; *known* computes
+    its answer, if known. Per concurrency and variant: (median req/s, latencies ns)."""
     results: dict[int, dict[str, tuple[float, list[int]]]] = {}
     async with aclasync.open_device(0, backend=acl) as dev, dev.load_model(path) as model:
         if any(d < 0 for t in (*model.inputs, *model.outputs) for d in t.shape):
@@ -208,14 +227,31 @@ async def _measure_model(
         for concurrency in CONCURRENCY:
             await _drive(via_aclasync, concurrency, max(1, n // 10))  # warm the pool
             await _drive(via_thread, concurrency, max(1, n // 10))
-            results[concurrency] = {
-                ACLASYNC: await _drive(via_aclasync, concurrency, n),
-                BLOCKING: await _drive(via_thread, concurrency, n),
-            }
+            results[concurrency] = await alternate(
+                {ACLASYNC: via_aclasync, BLOCKING: via_thread}, concurrency, n, rounds
+            )
         await anyio.to_thread.run_sync(raw.close)
         for stream in streams:
             await stream.aclose()
     return results, described
+
+
+async def alternate(
+    variants: Mapping[str, Callable[[int], Awaitable[None]]], concurrency: int, n: int, rounds: int
+) -> dict[str, tuple[float, list[int]]]:
+    """*n* requests of each variant in *rounds* that alternate between the variants (the
+    order reversed every other round), so that drift of the machine falls on all alike.
+    Per variant: the median over the rounds of requests/s, and every latency (ns)."""
+    per_round = max(1, n // rounds)
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    latencies: dict[str, list[int]] = {name: [] for name in variants}
+    names = list(variants)
+    for turn in range(rounds):
+        for name in names if turn % 2 == 0 else names[::-1]:
+            wall, taken = await _drive(variants[name], concurrency, per_round)
+            rates[name].append(per_round / wall)
+            latencies[name].extend(taken)
+    return {name: (statistics.median(rates[name]), latencies[name]) for name in names}
 
 
 async def _drive(

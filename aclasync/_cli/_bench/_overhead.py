@@ -9,8 +9,9 @@ aclasync, judged against each other, alternate sample by sample:
   dedicated plain thread and its wake-up back on the loop (``_floor.BareThread``):
   the floor of any worker round trip;
 - ``aclasync``: ``await stream.synchronize()``;
-- ``aclasync same-CPU``: the same with the loop thread and the device worker pinned to
-  one CPU (``WorkerOptions(cpu=...)``), an opt-in placement for small machines;
+- ``bare thread, same-CPU`` and ``aclasync same-CPU``: the loop thread, the bare thread
+  and the device worker all pinned to one CPU (``WorkerOptions(cpu=...)``), sample by
+  sample: an opt-in placement for small machines, and its own floor;
 - ``bare thread, placed`` and ``aclasync, placed``: the bare thread and the device
   worker both pinned to one CPU, the loop thread to another, sample by sample: the
   pair the ``aclasync - bare thread`` check is taken on, since left to the scheduler
@@ -56,18 +57,25 @@ TITLE = "Idle-stream sync round trip"
 TARGET = 0.7  # aclasync / naive to_thread, medians
 BARE_TARGET_US = 5.0  # aclasync - bare thread, medians
 
-RAW, BARE, ACLASYNC, BARE_PLACED, ACLASYNC_PLACED, PINNED, NAIVE, STDLIB = (
+RAW, BARE, ACLASYNC, BARE_PLACED, ACLASYNC_PLACED, BARE_PINNED, PINNED, NAIVE, STDLIB = (
     "raw (1 thread)",
     "bare thread",
     "aclasync",
     "bare thread, placed",
     "aclasync, placed",
+    "bare thread, same-CPU",
     "aclasync same-CPU",
     "to_thread (naive)",
     "asyncio.to_thread",
 )
-#: The placed variants' own bare thread ("vs bare us"); every other variant's is BARE.
-_BARE_OF = {BARE_PLACED: BARE_PLACED, ACLASYNC_PLACED: BARE_PLACED}
+#: Each placed variant's bare thread, placed alike ("vs bare us"); every other
+#: variant's is BARE (nothing pinned).
+_BARE_OF = {
+    BARE_PLACED: BARE_PLACED,
+    ACLASYNC_PLACED: BARE_PLACED,
+    BARE_PINNED: BARE_PINNED,
+    PINNED: BARE_PINNED,
+}
 
 _Batch = Callable[[int, list[int]], Awaitable[None]]
 
@@ -153,11 +161,12 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "Each sample is one `synchronize` of an idle stream, timed with perf_counter_ns "
             "around the await (or the raw call); variants alternate in rounds, and the "
             "bare thread and aclasync sample by sample within a round.",
-            "same-CPU pins the loop thread and the worker to one CPU for that variant only.",
+            "same-CPU pins the loop thread, the worker and the bare thread to one CPU for "
+            "that pair only.",
             "bare thread: a waiter handed to a dedicated plain thread, which posts it back "
             "at once (no runtime call): the floor of a worker round trip. 'vs bare us' is "
-            "the median minus that floor's median (the placed bare thread's for the placed "
-            "aclasync).",
+            "the median minus the median of the bare thread placed alike (the placed one "
+            "for the placed rows, the same-CPU one for the same-CPU rows).",
             "placed: the loop thread on one CPU, the device worker and the bare thread both "
             "on another, alternating sample by sample; the aclasync - bare thread check is "
             "taken there, where both threads are placed alike.",
@@ -175,7 +184,7 @@ async def _measure(target: Target, loop: str, rounds: int, per_round: int) -> di
 async def _measure_on(acl: Any, loop: str, rounds: int, per_round: int) -> dict[str, list[int]]:
     rt = acl.rt
     cpu = _pin_cpu()
-    placed = [BARE_PLACED, ACLASYNC_PLACED, PINNED] if cpu is not None else []
+    placed = [BARE_PLACED, ACLASYNC_PLACED, BARE_PINNED, PINNED] if cpu is not None else []
     names = [RAW, BARE, ACLASYNC, *placed, NAIVE]
     samples: dict[str, list[int]] = {name: [] for name in names}
     if loop != "trio":
@@ -237,18 +246,19 @@ async def _measure_on(acl: Any, loop: str, rounds: int, per_round: int) -> dict[
                     aclasync.open_device(0, backend=acl, options=options)
                 )
                 pinned = await stack.enter_async_context(pinned_dev.create_stream())
-                batches[PINNED] = _pinned(pinned, cpu)
                 placed_bare = stack.enter_context(BareThread(cpu=cpu))
                 batches[BARE_PLACED] = _pair(
                     placed_bare, pinned, samples[ACLASYNC_PLACED], loop_cpu=_other_cpu(cpu)
                 )
-            order = [RAW, BARE, BARE_PLACED, PINNED, NAIVE, STDLIB]
+                batches[BARE_PINNED] = _pair(placed_bare, pinned, samples[PINNED], loop_cpu=cpu)
+            order = [RAW, BARE, BARE_PLACED, BARE_PINNED, NAIVE, STDLIB]
             batches = {name: batches[name] for name in order if name in batches}
             for batch in batches.values():  # warm-up, not recorded
                 await batch(max(1, per_round // 5), [])
             samples[ACLASYNC].clear()
             if cpu is not None:
                 samples[ACLASYNC_PLACED].clear()
+                samples[PINNED].clear()
             for _ in range(rounds):
                 for name, batch in batches.items():
                     await batch(per_round, samples[name])
@@ -270,18 +280,6 @@ def _loop_thread_on(cpu: int | None) -> Iterator[None]:
         yield
     finally:
         os.sched_setaffinity(0, previous)
-
-
-def _pinned(stream: aclasync.Stream, cpu: int) -> _Batch:
-    async def batch(n: int, out: list[int]) -> None:
-        with _loop_thread_on(cpu):
-            clock = time.perf_counter_ns
-            for _ in range(n):
-                start = clock()
-                await stream.synchronize()
-                out.append(clock() - start)
-
-    return batch
 
 
 def _pair(

@@ -5,8 +5,9 @@ Each benchmark describes its charts under ``"charts"`` in its result:
 ``group``
     Row keys whose values label one group of bars (a tick on the vertical axis);
     ``group_format`` (a ``str.format`` template over the row) words it.
-``series``
-    Row key whose values get one colour each, named in the legend (optional).
+``series``, ``series_format``
+    Row key whose values get one colour each, named in the legend (optional), and how
+    the legend words a value (a ``str.format`` template, e.g. ``"{:,} µs kernel"``).
 ``value``, ``axis``, ``unit``
     The row key drawn, and the horizontal axis label in words with its unit.
 ``log``
@@ -32,10 +33,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["bar_label", "build_figure", "plot"]
+__all__ = ["bar_label", "build_figure", "plot", "series_label"]
 
 _BAR_HEIGHT_IN = 0.22
-#: matplotlib's ten-colour palette: ``overhead`` has eight variants.
+#: matplotlib's ten-colour palette: ``overhead`` has nine variants.
 _COLOURS = (
     "tab:blue",
     "tab:orange",
@@ -133,13 +134,18 @@ def _draw(axis: Any, name: str, bench: dict[str, Any], chart: dict[str, Any]) ->
     rows = [row for row in bench["rows"] if row.get(chart["value"]) is not None]
     groups = list(dict.fromkeys(_group_label(row, chart) for row in rows))
     series_key = chart.get("series")
-    series = list(dict.fromkeys(str(row[series_key]) for row in rows)) if series_key else [""]
+    # Each series by its value's text, with the legend's words for it.
+    series = (
+        {str(row[series_key]): series_label(row[series_key], chart) for row in rows}
+        if series_key
+        else {"": ""}
+    )
     # A series that is also the group (one variant per loop) gets one bar per group.
     stacked = series_key in chart["group"]
     width = 1 if stacked else len(series)
     slot = width + 1  # bars per group, plus a gap
-    for index, label in enumerate(series):
-        members = [row for row in rows if not series_key or str(row[series_key]) == label]
+    for index, (key, label) in enumerate(series.items()):
+        members = [row for row in rows if not series_key or str(row[series_key]) == key]
         offset = 0 if stacked else index
         ys = [groups.index(_group_label(row, chart)) * slot + offset for row in members]
         values = [float(row[chart["value"]]) for row in members]
@@ -179,6 +185,12 @@ def bar_label(row: dict[str, Any], chart: dict[str, Any]) -> str:
     annotate = chart.get("annotate")
     extra = _format(row.get(annotate), chart.get("annotate_format", "{}")) if annotate else ""
     return f"{text} ({extra})" if extra else text
+
+
+def series_label(value: Any, chart: dict[str, Any]) -> str:
+    """The legend's words for the series of *value* (``series_format``, default the
+    value itself)."""
+    return _format(value, chart.get("series_format", "{}")) or str(value)
 
 
 def _group_label(row: dict[str, Any], chart: dict[str, Any]) -> str:

@@ -18,7 +18,10 @@ Either way "aclasync - raw - floor" would include the difference.)
 With a ``_workload`` of pyACL alone (``memset``) there is no kernel to stamp its own
 end: the thread records a timing event before and after the work instead, and the
 sample's ``ran`` is the device time between them (``acl.rt.event_elapsed_time``) and
-its ``latency`` the wait beyond it, launch to return. On the simulator the thread has a
+its ``latency`` the wait beyond it, launch to return. The thread has to query the events
+before it posts, inside the coroutine's window; it times the query (``query``,
+``query_cpu``) so that the coroutine takes it off, as aclasync's own sample queries its
+events after its window closes. On the simulator the thread has a
 simulated runtime of its own; on the native backend it shares the ``acl`` module.
 """
 
@@ -77,6 +80,11 @@ class RawSample:
     #: return, minus the device time)
     posted: float  #: when the thread posted the waiter
     thread_cpu: float  #: the thread's CPU time inside ``synchronize_stream``
+    #: Events only: the wall and thread CPU seconds of ``acl.rt.event_elapsed_time``,
+    #: which the thread must call before it posts; the coroutine takes them off its
+    #: sample, as aclasync's sample queries its events after its own window.
+    query: float = 0.0
+    query_cpu: float = 0.0
 
 
 class RawThread:
@@ -255,9 +263,12 @@ class RawThread:
             returned = clock()
             cpu = cpu_clock() - cpu
             expect(ret, "acl.rt.synchronize_stream")
+            queried, query_cpu = clock(), cpu_clock()
             ms, ret = elapsed(start, end)
+            query_cpu = cpu_clock() - query_cpu
+            query = clock() - queried
             expect(ret, "acl.rt.event_elapsed_time")
             ran = ms / 1e3
-            return RawSample(ran, returned - launched - ran, clock(), cpu)
+            return RawSample(ran, returned - launched - ran, clock(), cpu, query, query_cpu)
 
         return sample

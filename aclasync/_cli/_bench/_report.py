@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import operator
 import os
 import platform
+import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .._common import write_text
 from .._workload import describe_line
 
-__all__ = ["describe_backend", "describe_machine", "format_table", "write_json"]
+__all__ = ["check_value", "describe_backend", "describe_machine", "format_table", "write_json"]
 
 _PACKAGES = ("aclasync", "anyio", "trio", "uvloop", "numpy", "sniffio")
 
@@ -100,7 +103,7 @@ def format_table(results: dict[str, Any]) -> str:
         for item in bench.get("checks", []):
             mark = {True: "ok  ", False: "MISS", None: "n/a "}[item["ok"]]
             value = item["value"]
-            shown = "-" if value is None else f"{value:.3g}"
+            shown = "-" if value is None else check_value(value, item["target"])
             lines.append(f"  [{mark}] {item['what']}: {shown} (target {item['target']})")
         lines.extend(f"  note: {note}" for note in bench.get("notes", []))
     for name, reason in results.get("skipped", {}).items():
@@ -180,3 +183,34 @@ def _git() -> dict[str, Any] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return {"commit": commit, "dirty": bool(dirty)} if commit else None
+
+
+_COMPARISON = re.compile(r"^\s*(<=|>=|<|>|==)\s*([-+]?\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?")
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+    "==": operator.eq,
+}
+
+
+def check_value(value: float, target: str) -> str:
+    """*value* of a check against *target* (e.g. ``">= 30"``), in 3 significant digits,
+    or as many more as it takes for the figure shown to fall on the same side of the
+    target as the value itself: 29.97 against ">= 30" reads "29.97", never "30"."""
+    found = _COMPARISON.match(target)
+    compare = _COMPARE[found.group(1)] if found else None
+    limit = float(found.group(2).replace(",", "")) if found else None
+    numbers = [float(text.replace(",", "")) for text in _NUMBER.findall(target)]
+    shown = f"{value:.3g}"
+    for digits in range(4, 18):
+        read = float(shown)
+        misleads = any(read == number != value for number in numbers)
+        if compare is not None and limit is not None:
+            misleads = misleads or compare(read, limit) != compare(value, limit)
+        if not misleads:
+            break
+        shown = f"{value:.{digits}g}"
+    return shown

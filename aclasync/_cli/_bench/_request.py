@@ -19,7 +19,8 @@ wall and p50 CPU, in every cell.
 
 The concurrent form: 16 and 64 requests in flight over four streams, aclasync with
 ``dev.stream_pool(4)`` against four dedicated threads, one per stream, taking requests
-from one queue; requests/s and CPU per request, both over the whole run.
+from one queue; the two alternate in rounds (``ROUNDS``, 2 with ``--quick``; the order
+alternating too), and requests/s and CPU per request are the medians over the rounds.
 
 Last, the bound a worker's own wait keeps: while it waits for a lone FAST_SYNC
 stream's sync itself, a launch on another stream reaches the runtime within one
@@ -36,9 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import statistics
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -66,6 +68,8 @@ _FULL = {0: 300, 200: 300, 1_000: 200, 10_000: 60}
 _QUICK = {0: 40, 200: 40, 1_000: 30, 10_000: 8}
 CONCURRENCY = (16, 64)
 POOL = 4
+#: Rounds of the concurrent form in a full run, aclasync and the threads once each.
+ROUNDS = 4
 CONCURRENT_US = 200
 #: aclasync - dedicated thread, p50 wall and CPU per request, or the A/A spread if larger.
 TARGET_US = 20.0
@@ -110,7 +114,8 @@ CHARTS: list[dict[str, Any]] = [
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Measure every variant on every loop of *cfg*; return the result."""
     counts = {n: cfg.size(_FULL[n], _QUICK[n], minimum=2) for n in LENGTHS_US}
-    requests = cfg.size(2000, 300, minimum=POOL)
+    rounds = 2 if cfg.quick else ROUNDS
+    requests = cfg.size(2000, 300, minimum=POOL * rounds)
     rows: list[dict[str, Any]] = []
     busy: list[dict[str, Any]] = []
     delays: list[dict[str, Any]] = []
@@ -118,10 +123,10 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     for loop in cfg.loops:
         cfg.progress(
             f"request [{loop}]: {sum(counts.values())} requests per variant and mode, "
-            f"then {requests} at concurrency {CONCURRENCY}"
+            f"then {requests} at concurrency {CONCURRENCY} in {rounds} alternating rounds"
         )
         cells, concurrent, delay, workload = run_on_loop(
-            loop, _measure, cfg.target, counts, requests
+            loop, _measure, cfg.target, counts, requests, rounds
         )
         rows += _rows(loop, cells)
         busy += [{"loop": loop, **row} for row in concurrent]
@@ -156,9 +161,15 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "runtime cost with no thread between them.",
             f"concurrent: {POOL} streams, {CONCURRENT_US} us kernels; aclasync borrows from "
             f"dev.stream_pool({POOL}), the thread design has one thread per stream taking "
-            "requests from one queue.",
+            "requests from one queue; the two alternate in "
+            f"{rounds} rounds of {requests // rounds} requests (order alternating), and "
+            "req/s and CPU per request are the medians over the rounds.",
         ],
-        "params": {"counts": {str(k): v for k, v in counts.items()}, "requests": requests},
+        "params": {
+            "counts": {str(k): v for k, v in counts.items()},
+            "requests": requests,
+            "rounds": rounds,
+        },
         "workload": workload,
     }
 
@@ -305,7 +316,7 @@ _Cells = dict[tuple[str, int, str], tuple[list[float], list[float]]]
 
 
 async def _measure(
-    target: Target, counts: dict[int, int], requests: int
+    target: Target, counts: dict[int, int], requests: int, rounds: int
 ) -> tuple[_Cells, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     cells: _Cells = {}
     with target.opened(1) as acl:
@@ -322,7 +333,9 @@ async def _measure(
             finally:
                 on_loop.close()
             delay = await _slice_delay(dev, work)
-            concurrent = [await _concurrent(dev, work, shared, c, requests) for c in CONCURRENCY]
+            concurrent = [
+                await _concurrent(dev, work, shared, c, requests, rounds) for c in CONCURRENCY
+            ]
             await work.aclose()
     return cells, concurrent, delay, work.describe()
 
@@ -346,7 +359,7 @@ async def _alternated(
         work.launch(stream, length_us)
         await stream.synchronize()
 
-    variants: dict[str, Callable[[str, float], Awaitable[None]]] = {
+    variants: Mapping[str, Callable[[str, float], Awaitable[None]]] = {
         "raw": on_loop.request,
         "thread": first.request,
         "thread'": second.request,
@@ -376,10 +389,15 @@ async def _timed(
 
 
 async def _concurrent(
-    dev: aclasync.Device[Any], work: Workload, shared: Any, concurrency: int, n: int
+    dev: aclasync.Device[Any],
+    work: Workload,
+    shared: Any,
+    concurrency: int,
+    n: int,
+    rounds: int,
 ) -> dict[str, Any]:
-    """*n* requests at *concurrency* over POOL streams: aclasync, then the threads."""
-    result: dict[str, Any] = {"concurrency": concurrency, "requests": n}
+    """*n* requests of each at *concurrency* over POOL streams, aclasync and the threads
+    alternating in *rounds* (``alternate``)."""
     async with dev.stream_pool(POOL) as pool:
         async with contextlib.AsyncExitStack() as borrowed:  # every pool stream, prepared
             for _ in range(POOL):
@@ -390,10 +408,35 @@ async def _concurrent(
                 work.launch(s, length_us)
                 await s.synchronize()
 
-        result["aclasync"] = await _flood(through_pool, concurrency, n)
-    with DedicatedThreads({"default": 0}, work, shared, count=POOL) as threads:
-        result["threads"] = await _flood(threads.request, concurrency, n)
-    return result
+        with DedicatedThreads({"default": 0}, work, shared, count=POOL) as threads:
+            variants = {"aclasync": through_pool, "threads": threads.request}
+            result = await alternate(variants, concurrency, n, rounds)
+    return {"concurrency": concurrency, "requests": n, "rounds": rounds, **result}
+
+
+async def alternate(
+    variants: Mapping[str, Callable[[str, float], Awaitable[None]]],
+    concurrency: int,
+    n: int,
+    rounds: int,
+) -> dict[str, tuple[float, float]]:
+    """*n* requests of each variant at *concurrency*, in *rounds* that alternate between
+    the variants (the order reversed every other round), so that drift of the machine
+    falls on all alike. Per variant: the medians over the rounds of requests/s and of
+    CPU us per request."""
+    per_round = max(1, n // rounds)
+    taken: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    names = list(variants)
+    for turn in range(rounds):
+        for name in names if turn % 2 == 0 else names[::-1]:
+            taken[name].append(await _flood(variants[name], concurrency, per_round))
+    return {
+        name: (
+            statistics.median(rps for rps, _ in taken[name]),
+            statistics.median(cpu for _, cpu in taken[name]),
+        )
+        for name in names
+    }
 
 
 async def _flood(

@@ -69,10 +69,13 @@ CHARTS: list[dict[str, Any]] = [
     }
 ]
 
+#: Seconds per loop without ``--seconds`` (``bench --help`` says so too).
+SECONDS, QUICK_SECONDS = 30.0, 3.0
+
 
 def run(cfg: BenchConfig) -> dict[str, Any]:
     """Run the soak on every loop of *cfg* (``cfg.seconds`` each); return the result."""
-    seconds = cfg.seconds if cfg.seconds is not None else (3.0 if cfg.quick else 30.0)
+    seconds = cfg.seconds if cfg.seconds is not None else (QUICK_SECONDS if cfg.quick else SECONDS)
     rows = []
     checks = []
     for loop in cfg.loops:
