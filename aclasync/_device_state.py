@@ -481,13 +481,6 @@ class DeviceState:
         with anyio.CancelScope(shield=True):
             await self.roundtrip(functools.partial(self.worker.handles.free_or_raise, ptr))
 
-    async def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
-        """The stream's overflow-status buffer (freed with the stream)."""
-        with anyio.CancelScope(shield=True):
-            buffer = functools.partial(self.worker.handles.overflow_buffer, lane, nbytes)
-            ptr = await self.roundtrip(buffer)
-        return ptr
-
     # -- the device's life -----------------------------------------------------------
 
     async def start(self) -> None:

@@ -16,6 +16,7 @@ from ._errors import AclError, raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
 from ._lanes import Lane, Life
+from ._loop import Flag
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
 from ._waits import check_bool, check_plain_callable, check_timeout
@@ -58,6 +59,8 @@ class Stream(AsyncResource):
         self._priority = priority
         self._closed = False
         self._forced = False  # a close with force=True began
+        #: Set while a get_overflow_status call uses the stream's status buffer.
+        self._overflow_busy: Flag | None = None
         state.streams[lane.handle] = self
 
     def __repr__(self) -> str:
@@ -309,16 +312,34 @@ class Stream(AsyncResource):
 
         Does the documented protocol: a 64-byte device buffer (kept with the stream),
         the asynchronous ``get_overflow_status`` task, a stream sync and a copy back
-        to the host. Cancellation and failure reporting are those of ``synchronize``.
+        to the host; concurrent calls on one stream take turns (the buffer is one).
+        Cancellation and failure reporting are those of ``synchronize``.
         """
         self._check_open()
-        state = self._state
-        acl = self._device.acl
-        buffer = await state.overflow_buffer(self._lane, _OVERFLOW_STATUS_BYTES)
-        self.launch(acl.rt.get_overflow_status, buffer, _OVERFLOW_STATUS_BYTES)
+        while (busy := self._overflow_busy) is not None:  # one call at a time: one buffer
+            await busy.wait()
+        self._overflow_busy = mine = Flag()
+        try:
+            return await self._read_overflow_status()
+        finally:
+            self._overflow_busy = None
+            mine.set()
+
+    async def _read_overflow_status(self) -> int:
+        state, lane, acl = self._state, self._lane, self._device.acl
+        handles = state.worker.handles
+
+        def status_task(stream: int) -> Any:  # on the worker, queued at once
+            buffer = handles.overflow_buffer(lane, _OVERFLOW_STATUS_BYTES)  # made once
+            return acl.rt.get_overflow_status(buffer, _OVERFLOW_STATUS_BYTES, stream)
+
+        if self._closed:
+            raise anyio.ClosedResourceError(f"{self!r} is closed")
+        state.launch(lane, status_task, (), "acl.rt.get_overflow_status")
         await self.synchronize()
 
         def read_back() -> tuple[bytes, int]:
+            buffer = handles.overflow_buffer(lane, _OVERFLOW_STATUS_BYTES)
             host = np.zeros(_OVERFLOW_STATUS_BYTES, dtype=np.uint8)
             ret = acl.rt.memcpy(
                 acl.util.numpy_to_ptr(host),

@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
-from frontend_support import Log, ms, opened
+from frontend_support import Gate, Log, ms, opened
 
 import aclasync
 from aclasync import FailureMode
@@ -204,3 +204,30 @@ def test_objects_have_no_public_constructors() -> None:
     for cls in (aclasync.Device, aclasync.Stream, aclasync.Event):
         with pytest.raises(TypeError, match="factory"):
             cls()
+
+
+async def test_concurrent_overflow_reads_each_see_their_own_point(rt: Any) -> None:
+    # Both calls used the stream's one status buffer: the first could read the status
+    # the second call's task wrote, after an overflow queued between the two.
+    gate = Gate()
+    results: dict[str, int] = {}
+    async with opened(rt) as dev, dev.create_stream() as s:
+        kernel = dev.acl.sim.launch_kernel
+        await s.set_overflow_switch(True)
+
+        async def read(name: str) -> None:
+            results[name] = await s.get_overflow_status()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                s.launch(kernel, gate.kernel())  # holds the stream
+                tg.start_soon(read, "before")
+                await anyio.wait_all_tasks_blocked()  # its status task is queued
+                s.launch(kernel, Kernel(overflow=True))
+                tg.start_soon(read, "after")
+                await anyio.wait_all_tasks_blocked()
+                gate.open()
+        finally:
+            gate.open()
+        assert results == {"before": 0, "after": 1}
+        await s.reset_overflow_status()
