@@ -12,7 +12,7 @@ import anyio.lowlevel
 import numpy as np
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._errors import AclError, raise_for_status
+from ._errors import AclError, never_recorded, raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
 from ._lanes import Lane, Life
@@ -169,7 +169,9 @@ class Stream(AsyncResource):
 
         Synchronous and non-blocking: queues ``acl.rt.stream_wait_event``. An event of
         another device raises ``AclError`` 107000 (``ACL_ERROR_RT_PARAM_INVALID``) at
-        once: streams and events belong to their device's context.
+        once: streams and events belong to their device's context. An event whose
+        record failed (``record_event_nowait``) is never waited for: its failure is
+        raised here if already known, else it is this stream's (its next await).
         """
         if not isinstance(event, Event):
             raise TypeError(f"wait_event() needs an aclasync.Event, got {type(event).__name__}")
@@ -186,13 +188,17 @@ class Stream(AsyncResource):
                 "waited on must be of the stream's own device (its context)",
             )
         rt = self._device.acl.rt
-        handle = event.handle
-        self._state.launch(
-            self._lane,
-            lambda stream: rt.stream_wait_event(stream, handle),
-            (),
-            "acl.rt.stream_wait_event",
-        )
+        handle, record, device = event.handle, event._record, self._device.id
+        owner = event._lane.handle
+        if record.failure is not None:  # its record failed: nothing will ever complete
+            raise never_recorded(record.failure, device, owner)
+
+        def wait(stream: int) -> Any:  # on the worker, after the event's record job
+            if record.failure is not None:  # (the handle may be another event's now)
+                raise never_recorded(record.failure, device, owner)
+            return rt.stream_wait_event(stream, handle)
+
+        self._state.launch(self._lane, wait, (), "acl.rt.stream_wait_event")
 
     def record_event_nowait(self, *, timing: bool = False) -> Event:
         """Record a new event after the work queued so far, without waiting for the worker.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anyio
@@ -128,3 +129,35 @@ async def test_nowait_on_a_closed_stream_raises_closed(rt: Any) -> None:
             s.record_event_nowait()
         with pytest.raises(TypeError):
             dev.default_stream.record_event_nowait(timing="yes")  # type: ignore[arg-type]
+
+
+async def test_a_stream_never_waits_for_an_event_whose_record_failed(rt: Any) -> None:
+    # Its handle goes back to the pool and may be another event's, recorded behind
+    # unrelated work: a wait_event on it ordered the stream behind that work.
+    gate = Gate()
+    try:
+        with anyio.fail_after(10):
+            async with opened(rt) as dev:
+                s, t, other = [await dev.create_stream() for _ in range(3)]
+                await s.set_failure_mode(FailureMode.STOP)
+                await _ready(dev, s)  # events ready
+                s.launch(dev.acl.sim.launch_kernel, Kernel(error=AICORE))
+                with pytest.raises(aclasync.AclError):
+                    await s.synchronize()  # stopped
+                other.launch(dev.acl.sim.launch_kernel, gate.kernel())
+                unknown = s.record_event_nowait()  # refused on the worker, later
+                t.wait_event(unknown)  # its failure is not known yet: t's to report
+                with pytest.raises(aclasync.AclError) as failure:
+                    await t.synchronize(timeout=5)  # never behind other's held kernel
+                assert failure.value.code == STREAM_ABORT
+                assert any("never recorded" in note for note in failure.value.__notes__)
+                with pytest.raises(aclasync.AclError) as known:
+                    t.wait_event(unknown)  # known now: raised at once
+                assert known.value.code == STREAM_ABORT
+                await t.synchronize(timeout=5)
+                gate.open()
+                for stream in (s, t, other):
+                    with contextlib.suppress(aclasync.AclError):
+                        await stream.aclose()
+    finally:
+        gate.open()
