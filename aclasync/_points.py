@@ -69,12 +69,13 @@ class Points:
         """Answer *waiter* now, or once *event* (its *record* on *lane*) completes."""
         watches, out = lane.watches, self.out
         index = lane.find(record.seq)
+        found = index < len(watches) and watches[index].seq == record.seq
         if record.failure is not None:  # never recorded: nothing will ever complete
             error = never_recorded(record.failure, self._device_id, lane.handle)
             out.put(waiter, outcome.Error(error))
-        elif index < len(watches) and watches[index].seq == record.seq:
+        elif found and waiter.claim is None:  # untimed: no need to look first
             self.park(lane, watches[index], waiter)
-        elif lane.life is Life.FORCED:
+        elif lane.life is Life.FORCED and not found:
             out.put(waiter, outcome.Error(anyio.ClosedResourceError(FORCED_EVENT)))
         else:
             status, ret = self._rt.query_event_status(event)
@@ -84,6 +85,8 @@ class Points:
                 out.put(waiter, DONE)
             elif waiter.expired():
                 out.put(waiter, EXPIRED)
+            elif found:  # a timed wait on a point others wait for: looked at, pending
+                self.park(lane, watches[index], waiter)
             else:
                 point = Watch(event, record.seq, fence=False, launches=-1)
                 watches.insert(index, point)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import outcome
 
-from ._lanes import EventRecord, Lane, Loan
+from ._lanes import EventRecord, Lane, Loan, Watch
 from ._loop import DONE, EXPIRED, Ready, Waiter, post, post_to
 from ._options import WorkerOptions
 from ._points import STREAM_ABORT, STREAM_COMPLETE, Points
@@ -126,12 +126,12 @@ class Watcher:
                 return  # cancelled before a look: nobody to answer
             if lane.closed:  # closing concurrently: nothing more will run on it
                 points.out.put(waiter, DONE)
-            elif (tail := lane.shareable_tail()) is not None:
+            elif (tail := lane.shareable_tail()) is not None and not timed:
                 points.park(lane, tail, waiter)  # nothing queued since: share it
             elif lane.known_idle(calls):
                 points.out.put(waiter, DONE)  # idle since the last look: nothing to ask
             else:
-                self._fence(lane, waiter, timed, calls)
+                self._fence(lane, waiter, timed, calls, tail)
                 if (
                     len(points.waiting) == 1
                     and lane.loan is Loan.FREE
@@ -140,9 +140,12 @@ class Watcher:
                 ):
                     self._lend()  # it alone is waited for, and the worker may not: now
 
-    def _fence(self, lane: Lane, waiter: Waiter, timed: bool, calls: int) -> None:
+    def _fence(
+        self, lane: Lane, waiter: Waiter, timed: bool, calls: int, tail: Watch | None
+    ) -> None:
         # Only a timed wait's first look must answer an idle stream; an untimed one is
-        # lent or waited for by the round (a query would only delay its wait).
+        # lent or waited for by the round (a query would only delay its wait). Not
+        # done: it waits for *tail*, the fence nothing was queued behind, or a new one.
         if timed:
             status, ret = self._rt.stream_query(lane.handle)
             if ret:
@@ -159,7 +162,7 @@ class Watcher:
                 self._points.out.put(waiter, EXPIRED)
                 return
         self._asked.add(lane)  # looked at, or too fresh to: not swept this round
-        self._points.park(lane, lane.new_fence(), waiter)
+        self._points.park(lane, tail or lane.new_fence(), waiter)
 
     def watch(self, lane: Lane, event: int, record: EventRecord, waiter: Waiter) -> None:
         """Answer *waiter* once *event* (its *record* on *lane*) completes."""

@@ -437,3 +437,66 @@ async def test_timeout_zero_on_idle_work_is_answered_by_a_slow_first_look(
             tg.start_soon(hold_the_loop)
         assert results == ["done"]
         await event.aclose()
+
+
+class _HeldWaitingThread(ProxyAcl):
+    """Holds the device's waiting thread before its runtime wait until released: a
+    wait lent to it stays lent, and its point stays registered."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+        lent = name in ("synchronize_stream_with_timeout", "synchronize_event_with_timeout")
+        if lent and threading.current_thread().name.endswith("-wait"):
+            self.entered.set()
+            assert self.release.wait(10.0), "never released"
+
+
+@pytest.mark.parametrize("what", ["stream", "event"])
+async def test_timeout_zero_looks_even_when_another_wait_holds_the_point(
+    rt: Any, what: str
+) -> None:
+    # The timed wait joined the untimed one's point without a look: with its timeout
+    # run out first, it was answered "timed out" though the work was done.
+    acl = _HeldWaitingThread(rt)
+    gate = Gate()
+    try:
+        async with opened(acl) as dev, dev.create_stream() as s:
+            s.launch(dev.acl.sim.launch_kernel, gate.kernel())
+            event = await s.record_event()
+            waitable = s if what == "stream" else event
+            results: list[str] = []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waitable.synchronize)  # untimed: its point is registered
+                assert await anyio.to_thread.run_sync(acl.entered.wait, 10.0)
+                gate.open()
+
+                def until_done() -> tuple[int, int, int]:  # a pyACL thread: device first
+                    acl_rt = dev.acl.rt
+                    setting = acl_rt.set_device(0)
+                    return setting, acl_rt.synchronize_event(event.handle), acl_rt.reset_device(0)
+
+                assert await anyio.to_thread.run_sync(until_done) == (0, 0, 0)
+                hold, in_call = threading.Event(), threading.Event()
+                tg.start_soon(dev.call, lambda: (in_call.set(), hold.wait(10.0)))
+                assert await anyio.to_thread.run_sync(in_call.wait, 10.0)  # worker busy
+
+                async def poll() -> None:
+                    try:
+                        await waitable.synchronize(timeout=0)
+                        results.append("done")
+                    except aclasync.AclTimeoutError:
+                        results.append("timed out")
+
+                tg.start_soon(poll)
+                await anyio.wait_all_tasks_blocked()  # its timeout ran out before a look
+                hold.set()
+                acl.release.set()
+            assert results == ["done"]
+            await event.aclose()
+    finally:
+        gate.open()
+        acl.release.set()
