@@ -100,9 +100,13 @@ def test_output_paths_that_only_fail_at_the_write_are_refused_before_running(
     # Each passed the check, then failed after the whole run.
     dangling = tmp_path / "dangling.json"
     dangling.symlink_to(tmp_path / "nowhere" / "t.json")
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
     cases = {
         str(dangling): "does not exist",
-        str(tmp_path / ("x" * 300)): "its name is longer than",
+        f"{tmp_path}/missing/../t.json": "does not exist or is not a directory",
+        str(tmp_path / "loop-a"): "Too many levels of symbolic links",
+        str(tmp_path / ("x" * 300)): "File name too long",
         f"{tmp_path}/new/": "names a directory",
     }
     for path, fragment in cases.items():

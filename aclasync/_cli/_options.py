@@ -74,8 +74,8 @@ def output_option(*, stdout_ok: bool) -> Callable[[str], str]:
     """An argparse type: a file this process can create or overwrite (or ``-``).
 
     Checks, where a link leads if the path is one, that the parent is an existing,
-    writable directory, that the name fits the file system and that the path is not a
-    directory or an unwritable file. Nothing is created.
+    writable directory, that the path resolves (a name too long, a loop of links) and
+    that it is not a directory or an unwritable file. Nothing is created.
     """
 
     def parse(text: str) -> str:
@@ -88,16 +88,17 @@ def output_option(*, stdout_ok: bool) -> Callable[[str], str]:
         if text.endswith(("/", os.sep)):
             raise argparse.ArgumentTypeError(f"{text} names a directory, expected a file name")
         path = Path(text).expanduser()
-        target = Path(os.path.realpath(path))  # what is written: a link's end
-        parent = target.parent
-        try:
-            name_max = os.pathconf(parent, "PC_NAME_MAX")
-        except (OSError, ValueError):  # not told (or no such directory): the common bound
-            name_max = 255
-        if len(os.fsencode(target.name)) > name_max:  # (before any look at the file)
+        if not path.parent.is_dir():  # as written: "missing/../x" fails at the open
             raise argparse.ArgumentTypeError(
-                f"cannot write {text}: its name is longer than {name_max} bytes"
+                f"cannot write {text}: {path.parent} does not exist or is not a directory"
             )
+        try:
+            target = Path(os.path.realpath(path, strict=True))  # what is written: a link's end
+        except FileNotFoundError:  # a new file, or a link to one
+            target = Path(os.path.realpath(path))
+        except OSError as exc:  # a name too long, a loop of links
+            raise argparse.ArgumentTypeError(f"cannot write {text}: {exc.strerror}") from None
+        parent = target.parent
         if target.is_dir():
             raise argparse.ArgumentTypeError(f"{text} is a directory, expected a file name")
         if not parent.exists():
