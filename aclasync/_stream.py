@@ -29,9 +29,8 @@ __all__ = ["Stream"]
 
 _OVERFLOW_STATUS_BYTES = 64
 _BUILTIN = types.BuiltinFunctionType
-#: memcpy kind by (source on device, destination on device).
+#: memcpy kind by (source on device, destination on device); host to host is refused.
 _COPY_KINDS = {
-    (False, False): int(MemcpyKind.HOST_TO_HOST),
     (False, True): int(MemcpyKind.HOST_TO_DEVICE),
     (True, False): int(MemcpyKind.DEVICE_TO_HOST),
     (True, True): int(MemcpyKind.DEVICE_TO_DEVICE),
@@ -149,7 +148,9 @@ class Stream(AsyncResource):
         """Queue an asynchronous copy of *nbytes* (default: all of *src*) from *src* to *dst*.
 
         Synchronous and non-blocking: queues ``acl.rt.memcpy_async`` with the direction
-        taken from the buffer kinds.
+        taken from the buffer kinds. Host to host is a ``ValueError``: CANN's
+        ``aclrtMemcpyAsync`` does not support it on a host with cards (207000, or a
+        failed task on older releases); copy between host buffers on the host.
         """
         for name, buffer in (("dst", dst), ("src", src)):
             if not isinstance(buffer, (DeviceBuffer, HostBuffer)):
@@ -161,7 +162,12 @@ class Stream(AsyncResource):
             raise ValueError(
                 f"nbytes={count} exceeds a buffer (src {src.nbytes}, dst {dst.nbytes})"
             )
-        kind = _COPY_KINDS[isinstance(src, DeviceBuffer), isinstance(dst, DeviceBuffer)]
+        kind = _COPY_KINDS.get((isinstance(src, DeviceBuffer), isinstance(dst, DeviceBuffer)))
+        if kind is None:
+            raise ValueError(
+                "memcpy() between two host buffers: aclrtMemcpyAsync does not copy host to "
+                "host on a host with cards; copy on the host (numpy views) instead"
+            )
         self.launch(self._device.acl.rt.memcpy_async, dst.ptr, dst.nbytes, src.ptr, count, kind)
 
     def wait_event(self, event: Event) -> None:

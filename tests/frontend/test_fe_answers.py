@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 from frontend_support import Gate, opened
 
@@ -93,6 +94,22 @@ async def test_buffers_are_unusable_after_the_device_closed(rt: Any) -> None:
     await buffer.aclose()  # quiet: the device freed it
     assert buffer.closed
     assert host.closed
+
+
+async def test_memcpy_copies_each_way_but_refuses_host_to_host(rt: Any) -> None:
+    # CANN's aclrtMemcpyAsync does not copy host to host on a host with cards: code
+    # tested here would fail there.
+    async with opened(rt) as dev, dev.create_stream() as s:
+        upload, download = await dev.alloc_host(32), await dev.alloc_host(32)
+        a, b = await dev.alloc(32), await dev.alloc(32)
+        upload.view(np.uint8)[...] = np.arange(32, dtype=np.uint8)
+        s.memcpy(a, upload)
+        s.memcpy(b, a)
+        s.memcpy(download, b)
+        with pytest.raises(ValueError, match="two host buffers"):
+            s.memcpy(download, upload)
+        await s.synchronize()
+        assert download.view(np.uint8).tolist() == list(range(32))
 
 
 @pytest.mark.parametrize("timeout", [0, 1e-9])
