@@ -385,18 +385,21 @@ async def test_an_untimed_sync_starts_without_asking_first(
                 assert await stream.query()
 
 
-class _SlowLookAcl(ProxyAcl):
-    """Once armed, the worker's looks (``stream_query``, ``query_event_status``) say
-    when they begin and return only once released: a slow driver call."""
+class _HeldCalls(ProxyAcl):
+    """Once armed, the calls named (made on a thread whose name ends with *thread*, if
+    given) say when they begin and return only once released: a slow driver call, or a
+    waiting thread held before its runtime wait."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, names: tuple[str, ...], thread: str = "") -> None:
         super().__init__(inner)
+        self.names, self.thread = names, thread
         self.armed = False
         self.entered = threading.Event()
         self.release = threading.Event()
 
     def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
-        if self.armed and name in ("stream_query", "query_event_status"):
+        on_thread = threading.current_thread().name.endswith(self.thread)
+        if self.armed and name in self.names and on_thread:
             self.entered.set()
             assert self.release.wait(10.0), "never released"
 
@@ -407,7 +410,7 @@ async def test_timeout_zero_on_idle_work_is_answered_by_a_slow_first_look(
 ) -> None:
     # timeout=0 polls once: the look decides, however long it takes. The loop's timeout
     # used to raise AclTimeoutError as soon as the worker had begun the look.
-    acl = _SlowLookAcl(rt)
+    acl = _HeldCalls(rt, ("stream_query", "query_event_status"))
     async with opened(acl) as dev, dev.create_stream() as s:
         event = await s.record_event()
         await s.synchronize()
@@ -439,29 +442,15 @@ async def test_timeout_zero_on_idle_work_is_answered_by_a_slow_first_look(
         await event.aclose()
 
 
-class _HeldWaitingThread(ProxyAcl):
-    """Holds the device's waiting thread before its runtime wait until released: a
-    wait lent to it stays lent, and its point stays registered."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
-        lent = name in ("synchronize_stream_with_timeout", "synchronize_event_with_timeout")
-        if lent and threading.current_thread().name.endswith("-wait"):
-            self.entered.set()
-            assert self.release.wait(10.0), "never released"
-
-
 @pytest.mark.parametrize("what", ["stream", "event"])
 async def test_timeout_zero_looks_even_when_another_wait_holds_the_point(
     rt: Any, what: str
 ) -> None:
     # The timed wait joined the untimed one's point without a look: with its timeout
     # run out first, it was answered "timed out" though the work was done.
-    acl = _HeldWaitingThread(rt)
+    lent = ("synchronize_stream_with_timeout", "synchronize_event_with_timeout")
+    acl = _HeldCalls(rt, lent, thread="-wait")  # the waiting thread, held in its wait
+    acl.armed = True
     gate = Gate()
     try:
         async with opened(acl) as dev, dev.create_stream() as s:
