@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ._errors import AclError
 from ._lanes import Lane, Life
@@ -142,10 +142,15 @@ class Handles:
             self._memory[int(ptr)] = (rt.free, "acl.rt.free")
         return int(ptr)
 
-    def overflow_buffer(self, lane: Lane, nbytes: int) -> int:
-        """The stream's overflow-status buffer, allocated on first use."""
+    @overload
+    def overflow_buffer(self, lane: Lane, nbytes: int) -> int: ...
+    @overload
+    def overflow_buffer(self, lane: Lane, nbytes: int, *, make: bool) -> int | None: ...
+    def overflow_buffer(self, lane: Lane, nbytes: int, *, make: bool = True) -> int | None:
+        """The stream's overflow-status buffer, allocated on first use (unless not
+        *make*: then None if it has none, freed with a stream closed meanwhile)."""
         buffer = self._overflow.get(lane)
-        if buffer is None:
+        if buffer is None and make:
             buffer = self._overflow[lane] = self.alloc(nbytes, host=False)
         return buffer
 

@@ -29,6 +29,7 @@ from ._errors import AclError, raise_for_status
 from ._event import Event, release_events
 from ._factory import AsyncResource, Creation
 from ._model_calls import Loaded, TensorInfo, datasets, execute_on, load, release
+from ._pyacl.codes import ErrorCode
 from ._stream import Stream
 
 if TYPE_CHECKING:
@@ -226,9 +227,14 @@ class Model(AsyncResource):
                 slot.later += [*chain.held, chain.done]
             if not stream._settled():  # start after what is queued on the caller's stream
                 queued, calls = _mark(stream)
-                ready = await stream._record_quietly()
-                own.wait_event(ready)
-                slot.later.append(ready)
+                try:
+                    ready = await stream._record_quietly()
+                except AclError as exc:  # stopped (FailureMode.STOP): nothing will run there
+                    if exc.code != _STREAM_ABORT:
+                        raise
+                else:  # a record refused later is skipped too: the refusal is the stream's
+                    own._wait_event(ready, quiet=True)
+                    slot.later.append(ready)
                 # One more launch (the record) or call (its slow path), or others came.
                 since = _mark(stream)
                 if since not in ((queued + 1, calls), (queued, calls + 1)):
@@ -482,6 +488,9 @@ class Model(AsyncResource):
                 )
             checked.append(array)
         return checked
+
+
+_STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 
 
 class _Chain:

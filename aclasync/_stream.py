@@ -179,6 +179,12 @@ class Stream(AsyncResource):
         record failed (``record_event_nowait``) is never waited for: its failure is
         raised here if already known, else it is this stream's (its next await).
         """
+        self._wait_event(event, quiet=False)
+
+    def _wait_event(self, event: Event, *, quiet: bool) -> None:
+        """``wait_event``; *quiet*: an event whose record failed is skipped silently
+        (its failure is its stream's, and this stream's later work has nothing to wait
+        for)."""
         if not isinstance(event, Event):
             raise TypeError(f"wait_event() needs an aclasync.Event, got {type(event).__name__}")
         if event.closed:
@@ -196,13 +202,15 @@ class Stream(AsyncResource):
         rt = self._device.acl.rt
         handle, record, device = event.handle, event._record, self._device.id
         owner = event._lane.handle
-        if record.failure is not None:  # its record failed: nothing will ever complete
+        if record.failure is not None and not quiet:  # nothing will ever complete
             raise never_recorded(record.failure, device, owner)
 
         def wait(stream: int) -> Any:  # on the worker, after the event's record job
-            if record.failure is not None:  # (the handle may be another event's now)
-                raise never_recorded(record.failure, device, owner)
-            return rt.stream_wait_event(stream, handle)
+            if record.failure is None:
+                return rt.stream_wait_event(stream, handle)
+            if quiet:  # (never on its handle: it may be another event's now)
+                return 0
+            raise never_recorded(record.failure, device, owner)
 
         self._state.launch(self._lane, wait, (), "acl.rt.stream_wait_event")
 
@@ -350,8 +358,10 @@ class Stream(AsyncResource):
         state.launch(lane, status_task, (), "acl.rt.get_overflow_status")
         await self.synchronize()
 
-        def read_back() -> tuple[bytes, int]:
-            buffer = handles.overflow_buffer(lane, _OVERFLOW_STATUS_BYTES)
+        def read_back() -> tuple[bytes, int] | None:
+            buffer = handles.overflow_buffer(lane, _OVERFLOW_STATUS_BYTES, make=False)
+            if buffer is None or lane.closed:  # force-closed since its sync
+                return None
             host = np.zeros(_OVERFLOW_STATUS_BYTES, dtype=np.uint8)
             ret = acl.rt.memcpy(
                 acl.util.numpy_to_ptr(host),
@@ -362,7 +372,10 @@ class Stream(AsyncResource):
             )
             return host.tobytes(), int(ret)
 
-        raw, ret = await state.roundtrip(read_back)
+        read = await state.roundtrip(read_back)
+        if read is None:
+            raise anyio.ClosedResourceError(f"{self!r} was closed before its status was read")
+        raw, ret = read
         raise_for_status(ret, "acl.rt.memcpy", device=self._device.id, stream=self.handle)
         return int.from_bytes(raw[:8], "little")
 

@@ -232,3 +232,25 @@ async def test_a_run_waits_for_work_another_thread_queued_on_an_exported_stream(
                     gate.set()
     finally:
         gate.set()
+
+
+async def test_runs_on_a_stopped_stream_return_their_own_output(rt: Any, model_path: str) -> None:
+    # The caller's stream refuses the run's ordering event (FailureMode.STOP): that
+    # refusal is the stream's; the run, whose own work ran, raised it as its own.
+    with anyio.fail_after(20):
+        async with (
+            aclasync.open_device(0, backend=rt) as dev,
+            dev.load_model(model_path) as model,
+        ):
+            stream = await dev.create_stream()
+            await stream.set_failure_mode(aclasync.FailureMode.STOP)
+            stream.launch(dev.acl.sim.launch_kernel, Kernel(error=507015))
+            with pytest.raises(aclasync.AclError):
+                await stream.synchronize()  # stopped, its cause reported
+            x, bias = np.ones((4, 8), np.float32), np.zeros(8, np.float32)
+            for _ in range(3):
+                y, _total = await model.run(stream, x, bias)
+                assert y.shape == (4, 8)
+            with pytest.raises(aclasync.AclError) as refused:
+                await stream.aclose()
+            assert refused.value.code == 107023
