@@ -116,6 +116,8 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
     counts = {n: cfg.size(_FULL[n], _QUICK[n], minimum=2) for n in LENGTHS_US}
     rounds = 2 if cfg.quick else ROUNDS
     requests = cfg.size(2000, 300, minimum=POOL * rounds)
+    # The launch delay's p99 wants hundreds of launches: of 30, it is the largest one.
+    launches = cfg.size(300, 60, minimum=10)
     rows: list[dict[str, Any]] = []
     busy: list[dict[str, Any]] = []
     delays: list[dict[str, Any]] = []
@@ -126,7 +128,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             f"then {requests} at concurrency {CONCURRENCY} in {rounds} alternating rounds"
         )
         cells, concurrent, delay, workload = run_on_loop(
-            loop, _measure, cfg.target, counts, requests, rounds
+            loop, _measure, cfg.target, counts, requests, rounds, launches
         )
         rows += _rows(loop, cells)
         busy += [{"loop": loop, **row} for row in concurrent]
@@ -164,11 +166,14 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             "requests from one queue; the two alternate in "
             f"{rounds} rounds of {requests // rounds} requests (order alternating), and "
             "req/s and CPU per request are the medians over the rounds.",
+            f"launch delay: p50 and p99 over {launches} launches on a second stream, each "
+            "while the worker waits itself for a 5 ms FAST_SYNC kernel's sync.",
         ],
         "params": {
             "counts": {str(k): v for k, v in counts.items()},
             "requests": requests,
             "rounds": rounds,
+            "launches": launches,
         },
         "workload": workload,
     }
@@ -316,7 +321,7 @@ _Cells = dict[tuple[str, int, str], tuple[list[float], list[float]]]
 
 
 async def _measure(
-    target: Target, counts: dict[int, int], requests: int, rounds: int
+    target: Target, counts: dict[int, int], requests: int, rounds: int, launches: int
 ) -> tuple[_Cells, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     cells: _Cells = {}
     with target.opened(1) as acl:
@@ -332,7 +337,7 @@ async def _measure(
                     await _alternated(dev, work, on_loop, first, second, counts, cells)
             finally:
                 on_loop.close()
-            delay = await _slice_delay(dev, work)
+            delay = await _slice_delay(dev, work, launches)
             concurrent = [
                 await _concurrent(dev, work, shared, c, requests, rounds) for c in CONCURRENCY
             ]
@@ -459,8 +464,9 @@ async def _flood(
     return n / wall, cpu / n * 1e6
 
 
-async def _slice_delay(dev: aclasync.Device[Any], work: Workload) -> dict[str, Any]:
-    """How late a launch on one stream runs while the worker waits for another's sync."""
+async def _slice_delay(dev: aclasync.Device[Any], work: Workload, launches: int) -> dict[str, Any]:
+    """How late each of *launches* launches on one stream runs while the worker waits
+    for another's sync."""
     delays: list[float] = []
     async with (
         dev.create_stream(flags=StreamFlag.FAST_SYNC) as waited,
@@ -473,7 +479,7 @@ async def _slice_delay(dev: aclasync.Device[Any], work: Workload) -> dict[str, A
             ran.append(time.perf_counter())
             return 0
 
-        for _ in range(30):
+        for _ in range(launches):
             work.launch(waited, 5_000)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(waited.synchronize)
