@@ -15,7 +15,6 @@ cancellation would drop it (``hand_over``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import weakref
@@ -135,14 +134,13 @@ class DeviceState:
         lane.submit()
         self.worker.submit(Launch(lane, fn, args, api))
 
-    def post(self, fn: Callable[[], Any], *, queues_work: bool = True) -> None:
-        """Run ``fn()`` on the worker without waiting for it (nothing to report). Not
-        *queues_work*: the library's own job, which queues no stream work (``calls``
-        counts those that may)."""
+    def post(self, fn: Callable[[], Any]) -> None:
+        """Run the library's own ``fn()`` on the worker without waiting for it (nothing
+        to report). It queues no stream work (``calls`` does not count it); a fault in
+        it is the device's death, as in any ``Run`` job."""
         if not self.gone():
-            self.calls += queues_work
             try:  # noqa: SIM105 - a worker that just died released everything itself
-                self.worker.submit(Call(fn, None))
+                self.worker.submit(Run(fn))
             except anyio.BrokenResourceError:
                 pass
 
@@ -325,10 +323,7 @@ class DeviceState:
                 # until then the device's synchronize waits for it too.
                 self._prune_closed()
                 self._lanes[lane] = False  # its failures go to the device (disowned)
-                close = functools.partial(self.worker.close_when_done, lane)
-                if not self.gone():  # (a Run: a backend fault there is the device's death)
-                    with contextlib.suppress(anyio.BrokenResourceError):
-                        self.worker.submit(Run(close))
+                self.post(functools.partial(self.worker.close_when_done, lane))
                 raise
         close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
         with anyio.CancelScope(shield=True):
@@ -432,14 +427,12 @@ class DeviceState:
 
     def forget_event(self, lane: Lane, handle: int, record: EventRecord) -> None:
         """Give an event back (its pending waits fail); never blocks."""
-        self.post(
-            functools.partial(self.worker.forget_event, lane, handle, record), queues_work=False
-        )
+        self.post(functools.partial(self.worker.forget_event, lane, handle, record))
 
     def forget_events(self, events: list[tuple[Lane, int, EventRecord]]) -> None:
         """``forget_event`` for several events in one job; never blocks."""
         forget = self.worker.forget_event
-        self.post(lambda: [forget(*event) for event in events], queues_work=False)
+        self.post(lambda: [forget(*event) for event in events])
 
     async def query_event(self, lane: Lane, handle: int, record: EventRecord) -> bool:
         """Whether a recorded event has completed; then report the stream's oldest failure.

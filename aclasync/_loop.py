@@ -165,9 +165,6 @@ class Waiter:
 class Delivery:
     """Resumes waiters in one event loop on behalf of worker threads."""
 
-    #: Whether it runs a function instead (``Then``): nobody awaits its waiters.
-    then = False
-
     def __init__(self, signal: Callable[[Callable[[], None]], None]) -> None:
         self._signal = signal
         self._pending: deque[Waiter] = deque()
@@ -206,8 +203,6 @@ class Delivery:
 class Then(Delivery):
     """Runs *fn* on the thread that resolves its waiter, in place of resuming a task:
     what to do once a worker reached a point nobody awaits (the result is dropped)."""
-
-    then = True
 
     def __init__(self, fn: Callable[[], None]) -> None:
         super().__init__(lambda _: None)

@@ -230,7 +230,7 @@ class Model(AsyncResource):
                 try:
                     ready = await stream._record_quietly()
                 except AclError as exc:  # stopped (FailureMode.STOP): nothing will run there
-                    if exc.code != _STREAM_ABORT:
+                    if exc.code != ErrorCode.ACL_ERROR_RT_STREAM_ABORT:
                         raise
                 else:  # a record refused later is skipped too: the refusal is the stream's
                     own._wait_event(ready, quiet=True)
@@ -488,9 +488,6 @@ class Model(AsyncResource):
                 )
             checked.append(array)
         return checked
-
-
-_STREAM_ABORT = int(ErrorCode.ACL_ERROR_RT_STREAM_ABORT)
 
 
 class _Chain:

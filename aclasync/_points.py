@@ -123,9 +123,7 @@ class Points:
                     if not head.event:
                         self.collect(lane)
                     else:
-                        status, ret = self._rt.stream_query(lane.handle)
-                        if not ret and status == STREAM_COMPLETE:
-                            self.collect(lane)
+                        self._collect_if_idle(lane)
                 except BaseException:
                     watches.insert(0, head)  # the worker dies: its waiters are found
                     raise

@@ -352,7 +352,8 @@ class DeviceWorker:
             if isinstance(job, Record):  # taken from the pool, never recorded
                 self.handles.hand_out(job.event, job.timing)
         for waiter in dict.fromkeys(waiters):  # each once, in order; a Then is nobody's
-            if waiter.result is None and not waiter.abandoned and not waiter.delivery.then:
+            nobody = isinstance(waiter.delivery, Then)
+            if waiter.result is None and not waiter.abandoned and not nobody:
                 self.watcher.resolve(waiter, outcome.Error(self.broken_error()))
         self.watcher.flush()
         self.watcher.stop_thread()
