@@ -36,7 +36,7 @@ from ._errors import (
 from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
 from ._lanes import FORCED_EVENT, EventRecord, Lane, Life
-from ._loop import Flag, Waiter, current_delivery
+from ._loop import Turn, Waiter, current_delivery
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus
@@ -70,8 +70,9 @@ class DeviceState:
         self.calls = 0
         #: The ``Stream`` objects of the device's streams by handle (made or wrapped).
         self.streams: weakref.WeakValueDictionary[int, Stream] = weakref.WeakValueDictionary()
-        #: Set once a close ended; closers on other loops (or threads) wait for it.
-        self._close_done: Flag | None = None
+        #: Taken by the first close, for good; closers on other loops (or threads)
+        #: wait for it to end.
+        self._closing = Turn()
 
     @property
     def default_lane(self) -> Lane:
@@ -485,9 +486,9 @@ class DeviceState:
                 await waiter.wait()
         except BaseException:
             self.closed = True
-            self._close_done = Flag()
+            self._closing.take()  # (nobody else can have it: the device never opened)
             self._stop_quietly()
-            self._close_done.set()
+            self._closing.end(keep=True)
             raise
         try:
             await anyio.lowlevel.checkpoint_if_cancelled()
@@ -503,11 +504,10 @@ class DeviceState:
 
     async def aclose(self, propagating: BaseException | None = None) -> None:
         """Close the device (rules 5 and 6); a concurrent second close waits too."""
-        if self._close_done is not None:
-            await self._close_done.wait()
+        if (first := self._closing.take()) is not None:  # another close: wait for it
+            await first.wait()
             return
         self.closed = True
-        done = self._close_done = Flag()
         errors: list[BaseException] = []
         try:
             with anyio.CancelScope(shield=True):
@@ -528,7 +528,7 @@ class DeviceState:
                 if worker.death is not None and not worker.death_reported:
                     errors.append(worker.broken_error())
         finally:
-            done.set()
+            self._closing.end(keep=True)
         await self._finish_close(errors, propagating)
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "Outbox",
     "Ready",
     "Then",
+    "Turn",
     "Waiter",
     "current_delivery",
     "post",
@@ -414,3 +415,34 @@ class Flag:
             await anyio.lowlevel.checkpoint()
         else:
             await waiter.wait()
+
+
+class Turn:
+    """One holder at a time among tasks of any event loop, in any thread (an
+    ``anyio.Lock`` belongs to one loop). ``take`` and ``end`` never block but on a lock
+    held for a few lines."""
+
+    __slots__ = ("_holder", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holder: Flag | None = None
+
+    def take(self) -> Flag | None:
+        """Take the turn: None if the caller holds it now, else the holder's ``Flag``
+        (set when that turn ends) to wait for before trying again."""
+        with self._lock:  # the look and the taking are one step for every thread
+            holder = self._holder
+            if holder is None:
+                self._holder = Flag()
+            return holder
+
+    def end(self, *, keep: bool = False) -> None:
+        """End the caller's turn; with *keep*, nobody takes it again (a one-time act,
+        such as a close: later callers get the ended turn's set ``Flag``)."""
+        with self._lock:
+            holder = self._holder
+            if not keep:
+                self._holder = None
+        assert holder is not None, "end() without take()"
+        holder.set()

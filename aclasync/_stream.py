@@ -16,7 +16,7 @@ from ._errors import AclError, never_recorded, raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
 from ._lanes import Lane, Life
-from ._loop import Flag
+from ._loop import Turn
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
 from ._waits import check_bool, check_plain_callable, check_timeout
@@ -58,8 +58,8 @@ class Stream(AsyncResource):
         self._priority = priority
         self._closed = False
         self._forced = False  # a close with force=True began
-        #: Set while a get_overflow_status call uses the stream's status buffer.
-        self._overflow_busy: Flag | None = None
+        #: Held by the get_overflow_status call that uses the stream's status buffer.
+        self._overflow_turn = Turn()
         state.streams[lane.handle] = self
 
     def __repr__(self) -> str:
@@ -336,14 +336,12 @@ class Stream(AsyncResource):
         Cancellation and failure reporting are those of ``synchronize``.
         """
         self._check_open()
-        while (busy := self._overflow_busy) is not None:  # one call at a time: one buffer
+        while (busy := self._overflow_turn.take()) is not None:  # one at a time: one buffer
             await busy.wait()
-        self._overflow_busy = mine = Flag()
         try:
             return await self._read_overflow_status()
         finally:
-            self._overflow_busy = None
-            mine.set()
+            self._overflow_turn.end()
 
     async def _read_overflow_status(self) -> int:
         state, lane, acl = self._state, self._lane, self._device.acl

@@ -12,7 +12,8 @@ must see (found by an adversarial review), on every event loop:
 - a worker's death found while a cancelled borrower's stream is taken back is raised
   by the device's close (the cancel scope swallows the cancellation and its notes);
 - a cancelled wait stops the device looking for its stream's work (a FAST_SYNC stream
-  was polled, at a quarter of a core, for as long as its kernel ran).
+  was polled, at a quarter of a core, for as long as its kernel ran);
+- two threads never both take a turn (a device's close, a stream's overflow read).
 """
 
 from __future__ import annotations
@@ -311,3 +312,38 @@ async def test_a_cancelled_fast_sync_wait_stops_the_polling(rt: Any, inline: boo
             await stream.synchronize()  # a new wait is answered
             await stream.aclose()
     assert looks <= 1, looks  # before: ~300 (the worker), 3 (the waiting thread)
+
+
+def test_two_threads_never_both_take_a_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # get_overflow_status (one status buffer per stream) and a device's close take a
+    # Turn; two event loops in two threads once could both find it free (the look and
+    # the taking were two steps). Here the first taker is held inside the taking until
+    # the second has taken too, or for 2 s: only one may come out holding it.
+    from aclasync import _loop
+
+    made = threading.Condition()
+    takers: list[object] = []
+
+    class SlowFlag(_loop.Flag):
+        __slots__ = ()
+
+        def __init__(self) -> None:
+            super().__init__()
+            with made:
+                takers.append(self)
+                made.notify_all()
+                made.wait_for(lambda: len(takers) > 1, timeout=2)
+
+    monkeypatch.setattr(_loop, "Flag", SlowFlag)
+    turn = _loop.Turn()
+    held: list[bool] = []
+    threads = [
+        threading.Thread(target=lambda: held.append(turn.take() is None), daemon=True) for _ in "ab"
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(held) == [False, True]
+    turn.end()
+    assert turn.take() is None  # ended: free again
