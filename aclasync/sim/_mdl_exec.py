@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,8 @@ _GE_PARAM_INVALID = int(ErrorCode.ACL_ERROR_GE_PARAM_INVALID)
 _MODEL_ID_INVALID = int(ErrorCode.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID)
 _GEAR_INVALID = int(ErrorCode.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID)
 _MODEL_EXECUTE = int(ErrorCode.ACL_ERROR_RT_MODEL_EXECUTE)
+#: How many bytes a static model's input buffer may lack (GE: kDataMemAlignSizeCompare).
+_INPUT_SLACK = 64
 _FORMAT_ND = 2
 
 
@@ -152,16 +155,19 @@ def plan(
         else:
             in_shapes = [t.shape for t in spec.inputs]
             out_shapes = [t.shape for t in spec.outputs]
-        exact = spec.mode == "static"
+        # GE's size check of a static model's inputs (davinci_model.cc,
+        # CheckUserAndModelSize): a bigger buffer only logs a warning; a smaller one is
+        # refused only when more than 64 bytes short (the bytes missing read as zeros).
+        short = _INPUT_SLACK if spec.mode == "static" else 0
         in_sizes = [t.nbytes(s) for t, s in zip(spec.inputs, in_shapes, strict=True)]
-        in_views = _views(core, models, ins, in_sizes, exact=exact)
+        in_views = _views(core, models, ins, in_sizes, short=short)
         out_sizes = (
             [t.nbytes(s) for t, s in zip(spec.outputs, out_shapes, strict=True)]
             if out_shapes is not None
             else None
         )
         held = _unallocated(models, outs) if synchronous and spec.mode == "shape" else {}
-        out_views = _views(core, models, outs, out_sizes, exact=False, held=held)
+        out_views = _views(core, models, outs, out_sizes, held=held)
     if in_views is None or out_views is None:
         return None, _GE_PARAM_INVALID
     return Plan(spec, in_shapes, out_shapes, in_views, out_views, output, held), _OK
@@ -174,7 +180,7 @@ def body(plan: Plan, models: ModelRegistry, fail: Callable[[int], None]) -> Call
     def run() -> None:
         try:
             arrays = [
-                np.frombuffer(view, dtype=t.dtype, count=int(np.prod(shape))).reshape(shape).copy()
+                _array(view, t.dtype, shape)
                 for t, view, shape in zip(spec.inputs, plan.inputs, plan.input_shapes, strict=False)
             ]
             results = spec.fn(*arrays)
@@ -235,17 +241,26 @@ def _described_shapes(
     return shapes
 
 
+def _array(view: memoryview, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """A copy of an input tensor from its buffer, the bytes a short buffer lacks as zeros."""
+    count = int(np.prod(shape))
+    missing = count * dtype.itemsize - len(view)
+    data = bytes(view) + bytes(missing) if missing > 0 else view
+    return np.frombuffer(data, dtype=dtype, count=count).reshape(shape).copy()
+
+
 def _views(
     core: Core,
     models: ModelRegistry,
     dataset: Dataset,
     sizes: list[int] | None,
     *,
-    exact: bool,
+    short: int = 0,
     held: dict[int, int] | None = None,
 ) -> list[memoryview] | None:
-    """Device views of the dataset's buffers (``sizes`` bytes each, or whole buffers);
-    an empty view at the positions *held* (given memory after the run)."""
+    """Device views of the dataset's buffers (``sizes`` bytes each, or whole buffers; a
+    buffer up to *short* bytes smaller is viewed whole); an empty view at the positions
+    *held* (given memory after the run)."""
     views = []
     handles = dataset.buffers if sizes is None else dataset.buffers[: len(sizes)]
     for position, handle in enumerate(handles):
@@ -256,8 +271,17 @@ def _views(
         if buffer is None:
             return None
         need = buffer.size if sizes is None else sizes[position]
-        if buffer.size < need or (exact and buffer.size != need):
+        if buffer.size < need - short:
             return None
+        if short and buffer.size > need:  # as GE does (a warning, the run goes on)
+            _log.warning(
+                "input %d: buffer of %d bytes is bigger than the model's %d, "
+                "may cause inference problem",
+                position,
+                buffer.size,
+                need,
+            )
+        need = min(need, buffer.size)
         region = core.device_region(buffer.addr)
         view = None if region is None else region.view(buffer.addr, need)
         if view is None:
