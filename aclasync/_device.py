@@ -189,12 +189,16 @@ class Device(AsyncResource, Generic[AclT]):
         leaving the owner's work running.
 
         ``wrap_stream(0)`` is ``default_stream``; a handle this device made or wrapped
-        already gives that same ``Stream``. The owner must keep the stream alive
+        already gives that same ``Stream`` (if that one was collected unclosed, a new one
+        over the same stream: one the device made stays the device's, not wrapped). A
+        wrapped stream whose every ``Stream`` was collected unclosed is let go of at the
+        device's next ``synchronize`` or new wrap: the device no longer waits for it, and
+        its unreported failures go to the device. The owner must keep the stream alive
         while aclasync uses it: on the simulator a destroyed, unknown or other device's
         handle raises the runtime's code as an ``AclError`` at the first operation; on
         CANN it is undefined behaviour. ``TypeError`` for anything but the three forms;
         ``ValueError`` for another device's ``Stream``, a negative handle or one of 2**64
-        or more.
+        or more; ``anyio.ClosedResourceError`` for a closed ``Stream``.
         """
         if isinstance(obj, Stream) and obj.device is not self:
             raise ValueError(f"{obj!r} is a stream of another device than {self!r}")
@@ -206,7 +210,9 @@ class Device(AsyncResource, Generic[AclT]):
             known._lane.share()  # its handle is in other hands: never known idle again
             return known
         lane = self._state.adopt_stream(handle)
-        return Stream._create(self, self._state, lane, 0, 0)
+        if not lane.borrowed:  # one it made, whose Stream was collected: its again
+            lane.share()
+        return Stream._create(self, self._state, lane, lane.flags, lane.priority)
 
     def wrap_event(self, obj: object) -> Event:
         """An ``Event`` over an event aclasync did not create; never blocks.
@@ -220,8 +226,11 @@ class Device(AsyncResource, Generic[AclT]):
         Ex-mode event, which pyACL reports complete before it is recorded, cannot be
         told apart.) aclasync never destroys it: ``aclose()`` lets go of it, and waits
         still pending raise ``anyio.ClosedResourceError``. The owner must keep it
-        alive meanwhile (see ``wrap_stream`` for a handle that is not).
+        alive meanwhile (see ``wrap_stream`` for a handle that is not). ``ValueError``
+        for another device's ``Event``; ``anyio.ClosedResourceError`` for a closed one.
         """
+        if isinstance(obj, Event) and obj._state is not self._state:
+            raise ValueError(f"{obj!r} is an event of another device than {self!r}")
         handle = event_handle(obj)
         self._state.check_open()
         lane = Lane(-1, borrowed=True)  # its points only: no stream is known

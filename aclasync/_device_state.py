@@ -63,9 +63,10 @@ class DeviceState:
         #: reports its failures: not for a stream a ``Model`` holds for its runs, whose
         #: failures are the runs' own (the device's close still reports what is left).
         self._lanes: dict[Lane, bool] = {self.worker.default_lane: True}
-        #: The lane of each stream handle aclasync wrapped, so that a wrapper made again
-        #: (after the last one was collected) finds its stream's failures.
-        self._adopted: dict[int, Lane] = {}
+        #: The lane of each stream handle the device made or wrapped, until it is closed
+        #: or let go of, so that a ``Stream`` made again for it (after the last one was
+        #: collected) finds its stream and failures.
+        self._by_handle: dict[int, Lane] = {}
         #: Calls submitted to the worker so far (any of them may queue stream work).
         self.calls = 0
         #: The ``Stream`` objects of the device's streams by handle (made or wrapped).
@@ -192,6 +193,7 @@ class DeviceState:
     async def synchronize(self, timeout: float | None) -> None:
         """Wait for every stream of the device; report the device's oldest failure."""
         self.check_open()
+        self._let_go_dropped()
         timed = timeout is not None
         # A copy made in one C call: streams of other threads' loops come and go.
         waits = [(lane, self.wait_for(lane, timed=timed)) for lane in list(self._lanes)]
@@ -267,16 +269,29 @@ class DeviceState:
     # -- creation and release --------------------------------------------------------
 
     def adopt_stream(self, handle: int) -> Lane:
-        """A stream aclasync did not make, counted among the device's from now on (the
-        worker registers it before any later job); never blocks."""
+        """The lane of a stream handle: the device's, if it made or wrapped it and has
+        not let go of it, else a new wrapped one, counted among the device's from now on
+        (the worker registers it before any later job); never blocks."""
         self.check_open()
-        lane = self._adopted.get(handle)
-        if lane is not None and lane in self._lanes:  # wrapped before and not closed
+        lane = self._by_handle.get(handle)
+        if lane is not None and lane in self._lanes and not lane.closed:
             return lane
-        lane = self._adopted[handle] = Lane(handle, borrowed=True)
+        self._let_go_dropped()
+        lane = self._by_handle[handle] = Lane(handle, borrowed=True)
         self.worker.submit(Run(functools.partial(self.worker.handles.adopt, lane)))
         self._lanes[lane] = True
         return lane
+
+    def _let_go_dropped(self) -> None:
+        """Let go of the wrapped streams whose every ``Stream`` was collected unclosed:
+        nothing of aclasync's uses them any more (its device syncs and close no longer
+        touch them, so their owner may destroy them); their failures go to the device."""
+        streams = self.streams
+        for handle, lane in list(self._by_handle.items()):
+            if lane.borrowed and handle not in streams:
+                del self._by_handle[handle]
+                self._lanes.pop(lane, None)
+                self.post(functools.partial(self.worker.let_go, lane))
 
     async def create_stream(self, priority: int, flags: int, *, reported: bool = True) -> Lane:
         """Create a stream (cancellation-safe, see ``create``).
@@ -287,6 +302,8 @@ class DeviceState:
         make = functools.partial(self.worker.handles.create_stream, priority, flags)
         lane = await self.create(make, self._drop_lane)
         self._lanes[lane] = reported
+        if reported:  # (a holder's private stream is its holder's alone)
+            self._by_handle[lane.handle] = lane
         return lane
 
     async def _drop_lane(self, lane: Lane) -> None:
@@ -306,8 +323,8 @@ class DeviceState:
         if self.gone():
             await anyio.lowlevel.checkpoint()
             return
-        if self._adopted.get(lane.handle) is lane:  # a wrapper made from now on is new
-            del self._adopted[lane.handle]
+        if self._by_handle.get(lane.handle) is lane:  # a wrapper made from now on is new
+            del self._by_handle[lane.handle]
         if not force:
             waiter = self.wait_for(lane, timed=False)
             try:

@@ -61,7 +61,10 @@ class Event(AsyncResource):
 
         The handle lives as long as this object is open; a thread that uses it must have
         set the event's device (pyACL's rule), and must not destroy it.
+        ``anyio.ClosedResourceError`` once the event or its device is closed (its handle
+        may then be recorded again for another event).
         """
+        self._check_open()
         return 0, self._handle
 
     @property

@@ -65,7 +65,7 @@ class Handles:
         """Create a stream with ``create_stream_with_config``."""
         handle, ret = self._rt.create_stream_with_config(priority, flags)
         self.check(ret, "acl.rt.create_stream_with_config")
-        lane = self.lanes[handle] = Lane(handle, flags)
+        lane = self.lanes[handle] = Lane(handle, flags, priority)
         return lane
 
     def fence_event(self) -> tuple[int, int]:

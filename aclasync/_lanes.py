@@ -124,6 +124,7 @@ class Lane:
 
     handle: int
     flags: int = 0  # as validated where the stream was created
+    priority: int = 0
     #: A stream (or event) aclasync wrapped: never destroyed nor synced at the end.
     borrowed: bool = field(default=False, kw_only=True)
     #: Its close was cancelled: its failures go to the device from now on.

@@ -157,7 +157,12 @@ class Points:
             # must not answer its waiters as if the work had run.
             lane.move(Life.FORCED)
             self._await_loan(lane)
-            why = "the stream was closed with force=True: the work this waited for was dropped"
+            why = (
+                "the wrapped stream was let go of with force=True: this wait ended before "
+                "its work (which runs on, its owner's)"
+                if lane.borrowed
+                else "the stream was closed with force=True: the work this waited for was dropped"
+            )
         else:
             if lane.borrowed:  # its owner may keep queueing: the worker must not wait
                 self._collect_if_idle(lane)

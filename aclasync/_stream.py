@@ -80,7 +80,10 @@ class Stream(AsyncResource):
         not destroy it. Work it queues on the stream is the stream's: its failures are
         raised by aclasync's awaits on it (docs/errors.md), whose syncs from now on
         always ask the runtime (aclasync no longer knows all the stream's work).
+        ``anyio.ClosedResourceError`` once the stream or its device is closed (the
+        handle may then be destroyed, or another stream's).
         """
+        self._check_open()
         self._lane.share()
         return 0, self.handle
 

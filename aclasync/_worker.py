@@ -310,6 +310,18 @@ class DeviceWorker:
 
         self.fence_now(lane, Waiter(Then(queue_close)), timed=False)
 
+    def let_go(self, lane: Lane) -> None:
+        """aclasync no longer uses the wrapped stream *lane*: its failures go to the
+        device; it is forgotten unless points on it are waited for (an event's)."""
+        if lane.closed:
+            return
+        lane.disown()
+        while lane.errors:
+            self.orphan_errors.append(lane.errors.popleft())
+        error = None if lane.watches else self.handles.forget_stream(lane)
+        if error is not None:  # its overflow-status buffer's free
+            self._fail(lane, error)
+
     def record(self, lane: Lane, timing: bool) -> tuple[int, EventRecord]:
         """Record an event on *lane*: its handle and record. A failed record raises its
         ``AclError`` and hands out no event."""

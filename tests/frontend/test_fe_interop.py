@@ -510,3 +510,85 @@ async def test_streams_others_can_reach_are_never_known_idle(rt: Any, how: str) 
             gate = Gate()
             assert await anyio.to_thread.run_sync(other_thread, gate.kernel()) == (0, 0, 0)
             await _held_until_opened(stream.synchronize, gate)
+
+
+async def test_a_stream_the_device_made_stays_its_own_when_wrapped_again(rt: Any) -> None:
+    """Its ``Stream`` collected unclosed, a wrap of its handle is the device's stream
+    again (not a wrapped one): the device's close raises its failure and destroys it."""
+    import gc
+
+    made = live_objects(rt)["streams"]
+    with pytest.raises(aclasync.AclError) as caught:  # noqa: PT012 - the close raises
+        async with aclasync.open_device(0, backend=rt) as dev:
+            mine = await dev.create_stream(priority=3)
+            mine.launch(rt.sim.launch_kernel, Kernel(error=AICORE_EXCEPTION))
+            handle = mine.handle
+            del mine
+            gc.collect()
+            again = dev.wrap_stream(handle)
+            assert not again.wrapped
+            assert again.priority == 3
+            assert live_objects(rt)["streams"] == made + 1
+    assert caught.value.code == AICORE_EXCEPTION
+    assert live_objects(rt)["streams"] == made  # destroyed by the device's close
+
+
+async def test_a_dropped_wrapper_is_let_go_of(rt: Any, owner: Owner) -> None:
+    """The torch_npu pattern with streams made per request: a wrapper is awaited, then
+    dropped unclosed, and its owner destroys the stream. The device's next sync lets go
+    of it (it no longer waits on it, nor raises for the destroyed handle), and the
+    device keeps no stream per request; a failure it held goes to the device."""
+    import gc
+
+    async with aclasync.open_device(0, backend=rt) as dev:
+        lanes = len(dev._state._lanes)
+
+        def make() -> int:
+            handle, ret = rt.rt.create_stream()
+            assert ret == 0
+            return int(handle)
+
+        for round_ in range(3):
+            handle = owner.do(make)
+            wrapper = dev.wrap_stream(handle)
+            await wrapper.query()
+            if round_ == 2:  # a failed launch it never reported
+                wrapper.launch(lambda stream: 107000)
+            del wrapper
+            gc.collect()
+            assert owner.do(lambda handle=handle: rt.rt.destroy_stream(handle)) == 0
+            if round_ < 2:
+                await dev.synchronize()
+                assert len(dev._state._lanes) == lanes
+        with pytest.raises(aclasync.AclError) as caught:
+            await dev.synchronize()
+        assert caught.value.code == 107000
+        await dev.synchronize()
+        assert len(dev._state._lanes) == lanes
+    assert owner.finish() == (0, 0, 0, 0, 0)
+
+
+async def test_closed_objects_give_no_handle(rt: Any) -> None:
+    async with aclasync.open_device(0, backend=rt) as dev:
+        stream = await dev.create_stream()
+        event = await stream.record_event()
+        await event.aclose()
+        await stream.aclose()
+        for give in (stream.__acl_stream__, event.__acl_event__):
+            with pytest.raises(anyio.ClosedResourceError):
+                give()
+        with pytest.raises(anyio.ClosedResourceError):
+            dev.wrap_stream(stream)
+        with pytest.raises(anyio.ClosedResourceError):
+            dev.wrap_event(event)
+
+
+async def test_wrap_event_refuses_another_devices_event(rt: Any) -> None:
+    async with (
+        aclasync.open_device(0, backend=rt) as d0,
+        aclasync.open_device(1, backend=rt) as d1,
+    ):
+        event = await d1.default_stream.record_event()
+        with pytest.raises(ValueError, match="another device"):
+            d0.wrap_event(event)
+        await event.aclose()
