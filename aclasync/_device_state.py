@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
+import outcome
 
 from ._errors import (
     AclasyncError,
@@ -74,6 +75,8 @@ class DeviceState:
         #: Taken by the first close, for good; closers on other loops (or threads)
         #: wait for it to end.
         self._closing = Turn()
+        #: The first close's wait for the worker's stop, while it waits.
+        self._stop: Waiter | None = None
 
     @property
     def default_lane(self) -> Lane:
@@ -520,9 +523,19 @@ class DeviceState:
         self.worker.thread.join()
 
     async def aclose(self, propagating: BaseException | None = None) -> None:
-        """Close the device (rules 5 and 6); a concurrent second close waits too."""
+        """Close the device (rules 5 and 6); a concurrent second close waits for the
+        device's release, and reports what the first could not (its loop was closed)."""
         if (first := self._closing.take()) is not None:  # another close: wait for it
             await first.wait()
+            stop = self._stop
+            if stop is not None and stop.delivery.dead:  # the first will never resume
+                self._stop = None
+                left: list[BaseException] = []  # the releases' failures, or its death
+                if isinstance(stop.result, outcome.Error):
+                    left.append(stop.result.error)
+                elif isinstance(stop.result, outcome.Value):
+                    left.extend(stop.result.value)
+                await self._finish_close(self._left(left), propagating)
             return
         self.closed = True
         errors: list[BaseException] = []
@@ -530,23 +543,35 @@ class DeviceState:
             with anyio.CancelScope(shield=True):
                 worker = self.worker
                 if worker.death is None:
-                    waiter = current_delivery().new_waiter()
+                    waiter = self._stop = current_delivery().new_waiter()
                     try:
-                        worker.submit(Stop(waiter))
+                        worker.submit(Stop(waiter, self._stopped))
                         errors.extend(await waiter.wait())
                     except anyio.BrokenResourceError as exc:  # it died tearing down
                         errors.append(exc)
+                    self._stop = None
                     await _join(worker.thread)
                 # After a death the thread releases what it can (reset_device waits
                 # for work still running) and ends by itself: nobody waits for it.
-                queues = [lane.errors for lane in list(self._lanes)]
-                errors[:0] = self._take_all([*queues, worker.orphan_errors])
-                self._lanes.clear()
-                if worker.death is not None and not worker.death_reported:
-                    errors.append(worker.broken_error())
+                errors = self._left(errors)
         finally:
             self._closing.end(keep=True)
         await self._finish_close(errors, propagating)
+
+    def _stopped(self) -> None:
+        """(worker) The device is released: closers waiting for the first go on."""
+        self._closing.end(keep=True)
+
+    def _left(self, errors: list[BaseException]) -> list[BaseException]:
+        """The failures a close reports: the streams' and the device's, then *errors*
+        (the releases'), then the worker's death if nobody was told of it."""
+        worker = self.worker
+        queues = [lane.errors for lane in list(self._lanes)]
+        errors[:0] = self._take_all([*queues, worker.orphan_errors])
+        self._lanes.clear()
+        if worker.death is not None and not worker.death_reported:
+            errors.append(worker.broken_error())
+        return errors
 
 
 async def _join(thread: threading.Thread) -> None:

@@ -3,7 +3,8 @@
 queue work on any stream; its outcome to the waiter, if any), ``Fence`` and ``EventWait``
 (answer the waiter once the stream's work so far, or the event's record, is done),
 ``Record`` (record an event from the ready pool), ``Run`` (the library's own ``fn()``,
-which queues no stream work) and ``Stop`` (the last: tear down, answer the waiter). A job
+which queues no stream work) and ``Stop`` (the last: tear down, answer the waiter, call
+``ended``). A job
 with a ``waiter`` answers it, so that a dying worker can fail every wait still queued.
 """
 
@@ -94,6 +95,10 @@ class Run(Job):
 @dataclass(slots=True, eq=False)
 class Stop(Job):
     waiter: Waiter
+    #: Called on the worker's thread once it answered the waiter (the device is
+    #: released, or the worker died): other closers wait for this, not for the task
+    #: that asked, whose loop may be closed before it resumes.
+    ended: Callable[[], None] | None = None
 
     def run(self, worker: DeviceWorker) -> None:
         pass

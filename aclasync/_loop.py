@@ -170,13 +170,24 @@ class Delivery:
         self._signal = signal
         self._pending: deque[Waiter] = deque()
         self._scheduled = False
+        #: Its loop was closed (or its run ended) with waits in flight: nobody resumes
+        #: them, and holding them would hold their tasks, and through them the loop.
+        self.dead = False
 
     def post(self, waiters: Iterable[Waiter]) -> None:
-        """Queue finished waiters for resumption; callable from any thread."""
+        """Queue finished waiters for resumption; callable from any thread. Raises
+        ``RuntimeError`` if the loop is closed (its waiters are dropped)."""
+        if self.dead:
+            raise RuntimeError("the event loop is closed")
         self._pending.extend(waiters)
         if not self._scheduled:
             self._scheduled = True
-            self._signal(self._drain)
+            try:
+                self._signal(self._drain)
+            except RuntimeError:
+                self.dead = True
+                self._pending.clear()
+                raise
 
     def _drain(self) -> None:
         pending = self._pending

@@ -169,8 +169,11 @@ class DeviceWorker:
             return
         waiter = stop.answers()
         assert waiter is not None
+        self._current = None  # (it would hold the closing task, whose loop may be gone)
         watcher.resolve(waiter, outcome.Value(failures))
         watcher.flush()
+        if isinstance(stop, Stop) and stop.ended is not None:
+            stop.ended()
 
     def _drain(self) -> Job | None:
         """Run the queued jobs in order; the stop job, if it came."""
@@ -357,6 +360,7 @@ class DeviceWorker:
         waiters = self.watcher.abandon_all(self.handles.lanes.values())
         jobs = [self._current, *self._inbox]
         self._inbox.clear()
+        self._current = None
         for job in jobs:
             waiter = None if job is None else job.answers()
             if waiter is not None:
@@ -368,6 +372,9 @@ class DeviceWorker:
             if waiter.result is None and not waiter.abandoned and not nobody:
                 self.watcher.resolve(waiter, outcome.Error(self.broken_error()))
         self.watcher.flush()
+        for job in jobs:
+            if isinstance(job, Stop) and job.ended is not None:
+                job.ended()
         self.watcher.stop_thread()
         self.handles.release_after_death(reset=self._device_set)
 

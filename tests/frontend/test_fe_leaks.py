@@ -6,8 +6,12 @@ process's threads.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import random
 import traceback
+import warnings
+import weakref
 from typing import Any
 
 import anyio
@@ -134,3 +138,61 @@ async def test_a_death_nobody_saw_is_raised_by_the_close(rt: Any) -> None:
 
     with pytest.raises(aclasync.DeviceBrokenError):
         await die_unseen()
+
+
+def _closed_with_a_wait_in_flight(rt: Any, wait: str) -> tuple[Any, Gate, weakref.ref[Any]]:
+    """A device opened on a loop that is then closed with ``wait`` (``"sync"``: a
+    stream's synchronize; ``"close"``: the device's close) parked behind a gate, as
+    after a shutdown cut short: the device, the gate and a weak reference to the loop."""
+    gate = Gate()
+    box: dict[str, Any] = {}
+
+    async def setup() -> None:
+        box["dev"] = dev = await aclasync.open_device(0, backend=rt)
+        stream = box["stream"] = await dev.create_stream()
+        stream.launch(rt.sim.launch_kernel, gate.kernel(error=507015))
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(setup())
+    parked = box["stream"].synchronize() if wait == "sync" else box["dev"].aclose()
+    task = loop.create_task(parked)
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert not task.done()
+    loop.close()
+    del task
+    return box["dev"], gate, weakref.ref(loop)
+
+
+def test_a_loop_closed_with_a_wait_in_flight_is_not_kept_alive(rt: Any) -> None:
+    # Its delivery kept the waiter the worker answered, and through it the loop.
+    dev, gate, loop = _closed_with_a_wait_in_flight(rt, "sync")
+
+    async def later() -> None:
+        gate.open()
+        with pytest.raises(aclasync.AclError):  # the kernel's failure, for the device
+            await dev.aclose()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Task was destroyed but it is pending"
+        asyncio.run(later())
+        gc.collect()
+    assert loop() is None
+
+
+def test_a_close_cut_short_by_its_loop_is_finished_by_the_next(rt: Any) -> None:
+    # The first close's loop was closed before it resumed: the next close waited for
+    # it for ever; it now returns once the device is released, with what was left.
+    dev, gate, _ = _closed_with_a_wait_in_flight(rt, "close")
+    before = len(aclasync_threads())
+
+    async def later() -> None:
+        gate.open()
+        with anyio.fail_after(10), pytest.raises(aclasync.AclError) as caught:
+            await dev.aclose()
+        assert caught.value.code == 507015
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asyncio.run(later())
+    assert live_objects(rt)["streams"] == 0
+    assert len(aclasync_threads()) < before
