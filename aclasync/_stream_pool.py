@@ -175,10 +175,11 @@ class StreamPool(AsyncResource):
                         stream = await device._create_private_stream(self._flags, self._priority)
                         self._free[device.id].append(stream)
                         self._capacity[device.id] += 1
+            # A cancellation that came meanwhile: the caller never gets the pool.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         except BaseException:
             await self.aclose()
             raise
-        await anyio.lowlevel.checkpoint_if_cancelled()
         return self
 
     # -- borrowing -------------------------------------------------------------------

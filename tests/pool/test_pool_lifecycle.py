@@ -273,3 +273,29 @@ async def test_a_stream_its_borrower_synced_goes_back_without_another_sync(rt: A
                     gate.set()
             assert caught.value.code == AICORE_EXCEPTION  # the return synced and saw it
             assert pool.statistics().replaced == 1
+
+
+async def test_a_pool_cancelled_while_it_opens_leaves_no_stream(rt: Any) -> None:
+    # The cancellation was seen after the streams were made, outside the cleanup: the
+    # caller never got the pool, and its streams stayed on the device (and in every
+    # device sync) until the device closed.
+    held = threading.Event()
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            streams = rt.sim.live_objects()["streams"]
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(dev.call, held.wait, LIMIT_S)  # the pool's creations queue behind it
+                with anyio.CancelScope() as scope:
+
+                    async def cancel_then_release() -> None:
+                        await anyio.wait_all_tasks_blocked()
+                        scope.cancel()
+                        held.set()
+
+                    tg.start_soon(cancel_then_release)
+                    async with dev.stream_pool(3):
+                        pytest.fail("the body of a cancelled pool ran")
+            assert scope.cancelled_caught
+            await dev.synchronize()
+            assert rt.sim.live_objects()["streams"] == streams
+            assert len(dev._state._lanes) == 1  # the default stream only
