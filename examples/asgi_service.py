@@ -21,8 +21,10 @@ uvicorn runs on asyncio or uvloop; hypercorn runs here on trio only (through
 
 ``--port 0`` picks a free port; the first line on stdout is ``serving on http://HOST:PORT``.
 
-Graceful shutdown on SIGTERM or Ctrl-C: new requests get 503 (with ``Connection:
-close``), requests in flight finish within ``--drain-s`` or get 503, and once none is left
+A request whose kernel fails gets a 500 (the pool replaces the stream). Graceful
+shutdown on SIGTERM or Ctrl-C: new requests get 503 (with ``Connection: close``),
+requests in flight finish within ``--drain-s`` or get 503 (their streams force-closed),
+and once none is left
 and no request has come for ``--linger-s`` (so that clients notice) the server stops
 listening and exits 0.
 The app object (``asgi_service:app``, configured by ``ACLASYNC_SERVE_*`` environment
@@ -37,6 +39,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import json
+import logging
 import math
 import os
 import signal
@@ -50,7 +53,7 @@ import numpy as np
 
 try:
     from starlette.applications import Starlette
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
 except ImportError as exc:  # said plainly, not as a traceback
@@ -63,6 +66,7 @@ import aclasync.sim
 from aclasync.sim import Kernel, SimAcl
 
 MAX_N = 1_000_000  # keeps the sum of squares within int64
+log = logging.getLogger("aclasync.serve")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -118,10 +122,27 @@ class InferenceService:
             ) as pool:
                 self.pool = pool
                 self.ready.set()
-                yield
+                try:
+                    yield
+                finally:
+                    await self.close_pool()
         finally:
             self.pool = None
             runtime.sim.close()
+
+    async def close_pool(self, timeout: float | None = None) -> None:
+        """Close the pool and its devices (see ``DevicePool.aclose``); the failures their
+        close raises (work nobody awaited) are logged, one line each, not a traceback."""
+        if self.pool is None:
+            return
+        try:
+            await self.pool.aclose(timeout=timeout)
+        except Exception as exc:
+            failures = getattr(exc, "exceptions", [exc])
+            if not all(isinstance(failure, aclasync.AclError) for failure in failures):
+                raise
+            for failure in failures:
+                log.error("device failure reported at shutdown: %s", failure)
 
     @contextlib.contextmanager
     def tracked(self) -> Iterator[anyio.CancelScope]:
@@ -161,6 +182,15 @@ class InferenceService:
         for scope in self._in_flight:
             scope.deadline = min(scope.deadline, deadline)
         if self._in_flight:
+            with anyio.move_on_after(self.config.drain_s):
+                await self._idle.wait()
+        if self._in_flight:
+            # Cancelled at the deadline, a request still waits (shielded) for its
+            # stream's work before the pool lends the stream again: a hung kernel would
+            # hold its 503 for ever. Closing the pool at once force-closes the streams
+            # (their queued work is dropped; the devices' close waits for running
+            # kernels, but the requests are answered first).
+            await self.close_pool(timeout=0)
             await self._idle.wait()
         latest = deadline + self.config.linger_s
         while True:
@@ -229,10 +259,16 @@ def create_app(config: ServiceConfig) -> Starlette:
             n = payload["n"]
         except (ValueError, TypeError, KeyError, RecursionError):  # nested too deep: bad too
             return answer(400, {"error": 'expected a JSON object {"n": <int>}'})
+        except ClientDisconnect:  # it hung up before its body came: nobody to answer
+            return answer(400, {"error": "the client disconnected before its body arrived"})
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_N:
             return answer(400, {"error": f"n must be an integer in 0..{MAX_N}"})
-        with service.tracked() as scope:
-            result, device = await service.infer(n)
+        try:
+            with service.tracked() as scope:
+                result, device = await service.infer(n)
+        except aclasync.AclError as exc:  # the pool replaced the stream: the service goes on
+            log.error("request n=%d: the device failed: %s", n, exc)
+            return answer(500, {"error": f"the device failed: {exc}"})
         if scope.cancelled_caught:
             return answer(503, {"error": "shutting down: not finished within the deadline"})
         return answer(200, {"n": n, "result": result, "device": device})

@@ -131,7 +131,10 @@ def test_load_is_answered_correctly_and_health_stays_fast(
     assert metric(metrics, 'aclasync_serve_responses_total{status="200"}') == REQUESTS
     assert len(loaded) >= 20
     idle_p99, loaded_p99 = p99(idle), p99(loaded)
-    assert loaded_p99 <= max(5 * idle_p99, 0.050), (idle_p99, loaded_p99)
+    # A loop that blocked in the waits would answer /health behind several 40 ms
+    # kernels (hundreds of ms at 64 requests over 8 streams); 100 ms leaves room for a
+    # busy machine (50 ms was once exceeded, at 51 ms, with other test runs beside it).
+    assert loaded_p99 <= max(5 * idle_p99, 0.100), (idle_p99, loaded_p99)
     assert "Traceback" not in log, log
 
 
