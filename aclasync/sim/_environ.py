@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._profiles import PROFILES
-from ._runtime import DEFAULT_DEVICE_COUNT, SimAcl, create
+from ._runtime import DEFAULT_DEVICE_COUNT, MAX_DEVICE_COUNT, SimAcl, create
 
 if TYPE_CHECKING:
     from .._pyacl.backend import AclBackend
@@ -66,8 +66,10 @@ def settings() -> tuple[bool, int, str]:
             count = int(raw)
         except ValueError:
             count = 0
-        if count < 1:
-            raise ValueError(f"{DEVICE_COUNT_ENV}={raw!r}: expected a whole number >= 1")
+        if not 1 <= count <= MAX_DEVICE_COUNT:
+            raise ValueError(
+                f"{DEVICE_COUNT_ENV}={raw!r}: expected a whole number from 1 to {MAX_DEVICE_COUNT}"
+            )
     soc = os.environ.get(SOC_ENV, "").strip() or DEFAULT_SOC
     if soc not in PROFILES:
         raise ValueError(f"{SOC_ENV}={soc!r}: expected one of {', '.join(sorted(PROFILES))}")

@@ -42,7 +42,14 @@ if TYPE_CHECKING:
 else:
     _AclSurface = _RtSurface = object
 
-__all__ = ["DEFAULT_DEVICE_COUNT", "VISIBLE_DEVICES_ENV", "Rt", "SimAcl", "create"]
+__all__ = [
+    "DEFAULT_DEVICE_COUNT",
+    "MAX_DEVICE_COUNT",
+    "VISIBLE_DEVICES_ENV",
+    "Rt",
+    "SimAcl",
+    "create",
+]
 
 #: The ACL interface version the simulator follows (the newest public headers).
 ACL_VERSION = (1, 17, 0)
@@ -253,6 +260,9 @@ def parse_visible(value: Sequence[int] | str, device_count: int) -> list[int]:
 
 #: Devices of the process-wide default runtime: an eight-card server.
 DEFAULT_DEVICE_COUNT = 8
+#: The most devices a runtime has: CANN's runtime limit (``RT_MAX_DEV_NUM``), which the
+#: simulator's address layout (1 TiB of addresses per device) also needs.
+MAX_DEVICE_COUNT = 64
 
 
 @overload
@@ -286,7 +296,8 @@ def create(
     Parameters
     ----------
     device_count:
-        Number of simulated physical devices (ids ``0 .. device_count - 1``).
+        Number of simulated physical devices (ids ``0 .. device_count - 1``), at most
+        ``MAX_DEVICE_COUNT`` (64, as CANN's runtime).
     soc:
         Name of a profile in ``PROFILES``, or a ``SocProfile``.
     visible_devices:
@@ -303,8 +314,10 @@ def create(
     """
     if isinstance(device_count, bool) or not isinstance(device_count, int):
         raise TypeError(f"device_count must be an int, got {type(device_count).__name__}")
-    if device_count < 1:
-        raise ValueError(f"device_count must be >= 1, got {device_count}")
+    if not 1 <= device_count <= MAX_DEVICE_COUNT:
+        raise ValueError(
+            f"device_count must be 1 to {MAX_DEVICE_COUNT} (CANN's limit), got {device_count}"
+        )
     if visible_devices is not None and not isinstance(visible_devices, (str, Sequence)):
         raise TypeError(
             f"visible_devices must be a sequence of ints or a str, not "

@@ -474,3 +474,21 @@ def test_random_copies_match_a_bytearray_model(dev0, check, ops, seed):
     finally:
         check(dev0.rt.free(dev))
         check(dev0.rt.free_host(host))
+
+
+def test_a_runtime_has_at_most_canns_64_devices_and_copies_work_on_each(check):
+    # Beyond about 111 devices the simulated device ranges reached the host's mmap
+    # addresses: a host buffer was taken for device memory (107000 on a plain copy).
+    from aclasync import sim
+
+    with pytest.raises(ValueError, match="1 to 64"):
+        sim.create(device_count=65)
+    rt = sim.create(device_count=64)
+    try:
+        data = bytes(range(256)) * 16
+        for device in (0, 63):
+            check(rt.rt.set_device(device))
+            assert download(rt, check, upload(rt, check, data), len(data)) == data
+            check(rt.rt.reset_device(device))
+    finally:
+        rt.sim.close()
