@@ -194,9 +194,10 @@ class StreamPool(AsyncResource):
         here, each once (one as itself, several as an ``ExceptionGroup``), and the
         stream is replaced; a body that raised keeps its exception, with the failures
         added as notes (a cancelled body's go to the device: its next ``synchronize``
-        or its close raises them). Raises ``anyio.ClosedResourceError`` if the pool is closed, or
-        if ``aclose(timeout=...)`` ran out of time and force-closed the stream while it
-        was borrowed.
+        or its close raises them). Raises ``anyio.ClosedResourceError`` if the pool is closed,
+        or its device (a body's finished work is quiet then: the device's close reported
+        what it left), or if ``aclose(timeout=...)`` ran out of time and force-closed the
+        stream while it was borrowed.
         """
         return _Borrow(self)
 
@@ -279,7 +280,9 @@ class StreamPool(AsyncResource):
                     keep = await self._replace(stream, failures)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                     self._drop(stream)
-                    if not self._closing:
+                    # A device that closed (or broke) released the stream: its close
+                    # reports what the stream left, as for a stream the borrower made.
+                    if not self._closing and not stream._state.gone():
                         failures.append(exc)
         finally:
             self._recycling.discard(stream)
@@ -436,7 +439,11 @@ class StreamPool(AsyncResource):
         """Forget a stream that can no longer be used (its device closed or broke)."""
         self._capacity[stream.device.id] -= 1
         if self.size == 0:
-            self._fail_waiters(anyio.BrokenResourceError(f"{self!r} has no streams left"))
+            if stream._state.closed:  # its waiters meet a closed device, as a borrow would
+                error: Exception = anyio.ClosedResourceError(f"{stream.device!r} is closed")
+            else:
+                error = anyio.BrokenResourceError(f"{self!r} has no streams left")
+            self._fail_waiters(error)
 
     def _fail_waiters(self, error: BaseException) -> None:
         while self._waiters:

@@ -299,3 +299,40 @@ async def test_a_pool_cancelled_while_it_opens_leaves_no_stream(rt: Any) -> None
             await dev.synchronize()
             assert rt.sim.live_objects()["streams"] == streams
             assert len(dev._state._lanes) == 1  # the default stream only
+
+
+async def test_a_device_closed_under_a_borrower_leaves_its_finished_work_quiet(
+    rt: Any,
+) -> None:
+    # The device's close waits for the borrower's work, then releases the stream: the
+    # borrower's exit raised ClosedResourceError for work that had ended well (a stream
+    # the borrower made is quiet then), and a borrower still waiting for the pool got
+    # BrokenResourceError ("no streams left") rather than the device's closed error.
+    gate = threading.Event()
+    outcomes: dict[str, object] = {}
+    with anyio.fail_after(LIMIT_S):
+        dev = await aclasync.open_device(0, backend=rt)
+        pool = await dev.stream_pool(1)
+
+        async def borrower() -> None:
+            async with pool.stream() as s:
+                s.launch(rt.sim.launch_kernel, Kernel(fn=lambda: gate.wait(LIMIT_S)))
+                await s.synchronize()
+            outcomes["borrower"] = "done"
+
+        async def second() -> None:
+            try:
+                async with pool.stream():
+                    outcomes["second"] = "borrowed"
+            except anyio.ClosedResourceError:
+                outcomes["second"] = "closed"
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(borrower)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(second)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(dev.aclose)
+            await anyio.wait_all_tasks_blocked()
+            gate.set()
+    assert outcomes == {"borrower": "done", "second": "closed"}
