@@ -185,9 +185,19 @@ class Delivery:
             try:
                 self._signal(self._drain)
             except RuntimeError:
-                self.dead = True
-                self._pending.clear()
+                self._die()
                 raise
+        elif self._closed():  # closed with a drain due: that drain never runs
+            self._die()
+            raise RuntimeError("the event loop is closed")
+
+    def _die(self) -> None:
+        self.dead = True
+        self._pending.clear()
+
+    def _closed(self) -> bool:
+        """Whether the loop is known to be closed (a drain scheduled will never run)."""
+        return False
 
     def _drain(self) -> None:
         pending = self._pending
@@ -238,6 +248,11 @@ class _AsyncioDelivery(Delivery):
             alive.call_soon_threadsafe(callback)
 
         super().__init__(signal)
+        self._loop_ref = loop_ref
+
+    def _closed(self) -> bool:
+        loop = self._loop_ref()
+        return loop is None or loop.is_closed()
 
     async def park(self, waiter: Waiter) -> None:
         # A fresh future per park: a cancelled await cancels its future, and a wait

@@ -196,3 +196,19 @@ def test_a_close_cut_short_by_its_loop_is_finished_by_the_next(rt: Any) -> None:
         asyncio.run(later())
     assert live_objects(rt)["streams"] == 0
     assert len(aclasync_threads()) < before
+
+
+def test_a_loop_closed_with_a_drain_due_drops_what_comes_next() -> None:
+    # Answers posted after the loop closed, while a resumption it had been asked for
+    # was still due, piled up for ever (holding their tasks, and the loop).
+    from aclasync import _loop
+
+    loop = asyncio.new_event_loop()
+    delivery = _loop._AsyncioDelivery(loop)
+    first, second = _loop.Waiter(delivery), _loop.Waiter(delivery)
+    delivery.post([first])  # a drain is now due on the loop
+    loop.close()
+    with pytest.raises(RuntimeError):
+        delivery.post([second])
+    assert delivery.dead
+    assert not delivery._pending
