@@ -280,9 +280,11 @@ class StreamPool(AsyncResource):
                     keep = await self._replace(stream, failures)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                     self._drop(stream)
-                    # A device that closed (or broke) released the stream: its close
-                    # reports what the stream left, as for a stream the borrower made.
-                    if not self._closing and not stream._state.gone():
+                    # A device that closed released the stream: its close reported what
+                    # the stream left, as for a stream the borrower made. (A death is
+                    # reported: the error made for it counts as told.)
+                    closed = isinstance(exc, anyio.ClosedResourceError) and stream._state.closed
+                    if not self._closing and not closed:
                         failures.append(exc)
         finally:
             self._recycling.discard(stream)
