@@ -75,6 +75,9 @@ class DeviceState:
         #: Taken by the first close, for good; closers on other loops (or threads)
         #: wait for it to end.
         self._closing = Turn()
+        #: Events collected unclosed (appended from any thread, by ``Event.__del__``),
+        #: given back at the device's next record.
+        self._dropped_events: deque[tuple[Lane, int, EventRecord]] = deque()
         #: The first close's wait for the worker's stop, while it waits.
         self._stop: Waiter | None = None
 
@@ -413,6 +416,7 @@ class DeviceState:
 
         Then raises the stream's oldest unreported failure, unless not *report*.
         """
+        self._give_back_dropped()
         make = functools.partial(self.worker.record, lane, timing)
 
         async def give_back(made: tuple[int, EventRecord]) -> None:
@@ -436,6 +440,7 @@ class DeviceState:
         Raises ``anyio.WouldBlock`` when none is ready (more are being made).
         """
         self.check_open()
+        self._give_back_dropped()
         event, refill = self.worker.handles.take_ready(timing)
         if refill:
             self.worker.submit(Run(functools.partial(self.worker.handles.refill, timing)))
@@ -449,6 +454,17 @@ class DeviceState:
     def forget_event(self, lane: Lane, handle: int, record: EventRecord) -> None:
         """Give an event back (its pending waits fail); never blocks."""
         self.post(functools.partial(self.worker.forget_event, lane, handle, record))
+
+    def event_dropped(self, lane: Lane, handle: int, record: EventRecord) -> None:
+        """An event was collected unclosed: give it back at the next record (from any
+        thread; never blocks)."""
+        self._dropped_events.append((lane, handle, record))
+
+    def _give_back_dropped(self) -> None:
+        dropped = self._dropped_events
+        events = [dropped.popleft() for _ in range(len(dropped))]
+        if events:
+            self.forget_events(events)
 
     def forget_events(self, events: list[tuple[Lane, int, EventRecord]]) -> None:
         """``forget_event`` for several events in one job; never blocks."""

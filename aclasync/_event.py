@@ -31,7 +31,8 @@ class Event(AsyncResource):
     record's ``AclError`` at once instead of waiting for ever. Its awaits are awaits on
     its stream: after their own result they raise the stream's oldest unreported
     failure, if any (see ``Stream``). Once closed it cannot be waited on, and waits
-    still pending on it raise ``anyio.ClosedResourceError``.
+    still pending on it raise ``anyio.ClosedResourceError``. One collected unclosed is
+    given back to the device's pool at its next record (a wrapped one is let go of).
     """
 
     def __init__(
@@ -51,6 +52,13 @@ class Event(AsyncResource):
         self._timing = timing
         self._closed = False
 
+    def __del__(self) -> None:
+        # Events are often awaited and dropped (a request's "done" event): one collected
+        # unclosed goes back to the pool at its device's next record, rather than
+        # staying out until the device closes.
+        if not getattr(self, "_closed", True) and not self._state.gone():
+            self._state.event_dropped(self._lane, self._handle, self._record)
+
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
         where = "wrapped" if self._stream is None else f"stream={self._stream.handle:#x}"
@@ -59,7 +67,8 @@ class Event(AsyncResource):
     def __acl_event__(self) -> tuple[int, int]:
         """``(0, handle)``: version 0 of the event protocol, then the ``aclrtEvent``.
 
-        The handle lives as long as this object is open; a thread that uses it must have
+        The handle lives as long as this object is open and referenced (one collected
+        unclosed is given back to the pool); a thread that uses it must have
         set the event's device (pyACL's rule), and must not destroy it.
         ``anyio.ClosedResourceError`` once the event or its device is closed (its handle
         may then be recorded again for another event).

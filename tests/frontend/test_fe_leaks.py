@@ -212,3 +212,19 @@ def test_a_loop_closed_with_a_drain_due_drops_what_comes_next() -> None:
         delivery.post([second])
     assert delivery.dead
     assert not delivery._pending
+
+
+async def test_events_collected_unclosed_go_back_to_the_pool(rt: Any) -> None:
+    # The documented pattern awaits a request's event and drops it: each one stayed
+    # out of the pool, a runtime event, until the device closed.
+    async with opened(rt) as dev, dev.create_stream() as stream:
+        done = await stream.record_event()
+        await done.synchronize()
+        del done
+        gc.collect()
+        before = live_objects(rt)["events"]
+        for _ in range(100):
+            done = await stream.record_event()
+            await done.synchronize()
+            del done  # (collected at once: nothing else refers to it)
+        assert live_objects(rt)["events"] <= before + 2
