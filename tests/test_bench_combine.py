@@ -147,3 +147,46 @@ def test_quick_runs_get_no_verdict(tmp_path: Path) -> None:
     assert "[MISS]" not in text
     assert "FAST_SYNC +31.0 [no verdict]" in text
     assert "no verdict" in text.splitlines()[-2]
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"over_us": 1}], "bad.json: sync-modes row 0: level is None, not a string"),
+        (5, "bad.json: sync-modes 'rows' is int, not a list"),
+        (["asyncio"], "bad.json: sync-modes row 0 is str, not an object"),
+        (
+            [{"level": "asyncio", "mode": "default", "kernel_us": "0", "over_us": 1.0}],
+            "bad.json: sync-modes row 0: kernel_us is '0', not a number",
+        ),
+        (
+            [{"level": "asyncio", "mode": "default", "kernel_us": 0, "over_us": float("nan")}],
+            "bad.json: sync-modes row 0: over_us is nan, not a number",
+        ),
+        (
+            [
+                {"level": "asyncio", "mode": "default", "kernel_us": length, "over_us": 1.0}
+                for length in LENGTHS_US
+            ],
+            "the runs have no over_us for 8 loop, mode and kernel length cell(s)",
+        ),
+    ],
+    ids=["no-level", "rows-not-a-list", "row-not-an-object", "text-length", "nan", "one-mode"],
+)
+def test_malformed_rows_are_one_line_and_exit_status_2(
+    tmp_path: Path, rows: Any, message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"benchmarks": {"sync-modes": {"rows": rows}}}))
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("combine: ")
+    assert message in done.stderr

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -343,3 +346,110 @@ def test_bench_help_lists_every_benchmark_on_one_line(
         (name, bench.summary) for name, bench in BENCHMARKS.items()
     ]
     assert "the targets are for full runs" in " ".join(out.split())  # under --quick
+
+
+def test_a_missing_trio_is_a_broken_install_not_a_missing_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "trio", None)  # as if not installed
+    assert main(["demo", "--loop", "trio", "--items", "2"]) == 1
+    assert capsys.readouterr().err == (
+        "aclasync: error: --loop trio: trio is not installed, though aclasync depends on it: "
+        "pip install trio\n"
+    )
+
+
+# -- options that would be ignored: a usage error -------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["demo", "trace"])
+@pytest.mark.parametrize("model", [[], ["model.om"]], ids=["registered", "path"])
+def test_model_and_workload_together_are_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: str,
+    model: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.om").write_bytes(b"")
+    argv = [command, "--model", *model, "--workload", "memset", "--items", "2"]
+    line = usage_error(capsys, argv)
+    assert "--model and --workload both choose the compute step: give one" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.om"]  # nothing written
+
+
+def test_bench_model_option_without_bench_model_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    model = tmp_path / "model.om"
+    model.write_bytes(b"")
+    line = usage_error(capsys, ["bench", "overhead", "launch", "--model", str(model)])
+    assert "--model is for bench model, which is not among the benchmarks named" in line
+
+
+def test_an_unknown_option_before_the_command_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv, fragment in (
+        (["--bogus"], "aclasync: error: unrecognized arguments: --bogus"),
+        ([], "aclasync: error: the following arguments are required: COMMAND"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("usage: aclasync "), err
+        assert err.splitlines()[-1] == fragment
+
+
+# -- --plot when nothing will have been drawn ------------------------------------------------
+
+
+def test_plot_is_refused_before_any_work_when_every_benchmark_needs_the_simulator(
+    tmp_path: Path,
+) -> None:
+    # The native path as .ci/run tests it: the strict simulator as `import acl`.
+    env = {**os.environ, "ACLASYNC_SIM_STRICT": "1", "ACLASYNC_BACKEND": "native"}
+    env["PYTHONPATH"] = os.pathsep.join([aclasync.sim.acl_module_path(), env.get("PYTHONPATH", "")])
+    env.pop("ACLASYNC_DEBUG", None)
+    argv = ["bench", "soak", "--quick", "--plot", "chart.png", "--json", "out.json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "aclasync", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        "aclasync: error: --plot has nothing to plot: the native backend skips soak "
+        "(simulator only)\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # neither file: nothing ran
+
+
+def test_plot_with_every_benchmark_skipped_keeps_the_table_and_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from aclasync._cli._bench import BENCHMARKS
+    from aclasync._cli._bench._common import Skip
+
+    def skipped(cfg: Any) -> dict[str, Any]:
+        raise Skip("not installed here")
+
+    monkeypatch.setitem(BENCHMARKS, "launch", dataclasses.replace(BENCHMARKS["launch"], fn=skipped))
+    chart, results = tmp_path / "chart.png", tmp_path / "out.json"
+    argv = ["bench", "launch", "--quick", "--plot", str(chart), "--json", str(results)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "== launch: skipped (not installed here)" in captured.out  # the table
+    assert f"nothing to plot: no benchmark produced chartable rows; {chart} not written" in (
+        captured.err
+    )
+    assert "aclasync: error" not in captured.err
+    assert json.loads(results.read_text())["skipped"] == {"launch": "not installed here"}
+    assert not chart.exists()

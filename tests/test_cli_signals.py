@@ -233,3 +233,85 @@ def test_ctrl_c_ends_bench_soak_with_its_loops_thread(loop: str) -> None:
         "half way", "bench", "soak", "--quick", "--seconds", "4", "--loop", loop
     )
     assert_interrupted(status, err)
+
+
+#: Ctrl-C at a fixed point of ``demo``'s first imports, in a child: ``setname`` raises
+#: KeyboardInterrupt inside a dataclass's ``__set_name__`` (Python wraps it in a
+#: RuntimeError); ``numpy`` sends SIGINT while numpy imports ``datetime`` (numpy turns it
+#: into an ImportError that does not name it).
+_INTERRUPTED_IMPORT = r"""
+import os, signal, sys
+from aclasync._cli import main
+
+where = sys.argv[1]
+fired = []
+
+def tracer(frame, event, arg):
+    if fired or event != "call":
+        return None
+    name = frame.f_code.co_filename
+    if where == "setname" and frame.f_code.co_name == "__set_name__" and name.endswith(
+        "dataclasses.py"
+    ):
+        fired.append(where)
+        raise KeyboardInterrupt  # as Python's SIGINT handler raises it
+    if where == "numpy" and name.endswith("/datetime.py") and "numpy" in sys.modules:
+        fired.append(where)
+        os.kill(os.getpid(), signal.SIGINT)
+    return None
+
+sys.settrace(tracer)
+status = main(["demo", "--items", "4"])
+sys.settrace(None)
+print("fired" if fired else "not fired", file=sys.stderr)
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("where", ["setname", "numpy"])
+def test_ctrl_c_during_a_subcommand_s_imports_is_an_interrupt(where: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_IMPORT, where],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=EXIT_TIMEOUT_S,
+        check=False,
+    )
+    lines = done.stderr.splitlines()
+    assert lines[-1:] == ["fired"], done.stderr  # the import was where the test expects
+    assert_interrupted(done.returncode, "\n".join(lines[:-1]) + "\n")
+
+
+#: ``demo --model`` whose first model execution (a minute long) sends SIGINT once
+#: queued: closing the device waits for it, so the clean-up limit ends the process.
+_INTERRUPTED_MODEL = r"""
+import os, signal, sys
+from aclasync import _model
+from aclasync._cli import main
+
+launch = _model.Model.launch
+
+def launch_then_interrupt(self, *args, **kwargs):
+    result = launch(self, *args, **kwargs)
+    _model.Model.launch = launch
+    os.kill(os.getpid(), signal.SIGINT)
+    return result
+
+_model.Model.launch = launch_then_interrupt
+sys.exit(main(["demo", "--model", "--kernel-us", "60e6", "--items", "8"]))
+"""
+
+
+def test_the_clean_up_limit_still_removes_the_model_s_directory(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_MODEL],
+        capture_output=True,
+        text=True,
+        env={**cli_env(), "TMPDIR": str(tmp_path)},
+        timeout=EXIT_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines()[-1] == "aclasync: interrupted (clean-up timed out)"
+    assert list(tmp_path.iterdir()) == []

@@ -20,10 +20,11 @@ import argparse
 import contextlib
 import importlib.util
 import os
+import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 if sys.version_info < (3, 11):  # anyio depends on the backport there
@@ -90,8 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
-        if extra:
-            args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        if extra:  # before a missing COMMAND: `aclasync --bogus` names --bogus
+            getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+        if args.command is None:
+            parser.error("the following arguments are required: COMMAND")
         status: int = args.handler(args)
         sys.stdout.flush()  # a reader that went away is found here, not at exit
         return status
@@ -105,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _failure_status(exc: BaseException, before: set[threading.Thread]) -> int:
     leaves = _leaves(exc)
-    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+    if _interrupted(exc):
         arm_watchdog()
         _say("aclasync: interrupted")
         if not _join_new_threads(before, time.monotonic() + GRACE_S - 0.5):
@@ -119,7 +122,7 @@ def _failure_status(exc: BaseException, before: set[threading.Thread]) -> int:
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
         return _SIGPIPE_STATUS
-    if not all(isinstance(leaf, _EXPECTED) for leaf in leaves) or os.environ.get("ACLASYNC_DEBUG"):
+    if not all(isinstance(leaf, _EXPECTED) for leaf in leaves) or _debug():
         raise exc  # a bug, or asked for: the whole traceback
     for line in dict.fromkeys(_one_line(leaf) for leaf in leaves):  # each device's alike
         _say(f"aclasync: error: {line}")
@@ -132,6 +135,57 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is *exc*, in its groups, or in their causes or
+    contexts (an import that Ctrl-C stopped may raise ``RuntimeError`` from it)."""
+    pending, seen = [exc], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return False
+
+
+def _debug() -> bool:
+    """Whether ``ACLASYNC_DEBUG`` asks for tracebacks: set to anything but empty, ``0``,
+    ``false``, ``no`` or ``off`` (any case), as ``ACLASYNC_SIM_STRICT`` reads them."""
+    flag = os.environ.get("ACLASYNC_DEBUG", "").strip().lower()
+    return flag not in ("", "0", "false", "no", "off")
+
+
+@contextlib.contextmanager
+def _lazy_imports() -> Iterator[None]:
+    """Around a subcommand's imports: after Ctrl-C, raise ``KeyboardInterrupt`` even if an
+    import turned it into an error that does not name it (numpy's ``ImportError``)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield  # not Python's own handler to stand in for: leave it be
+        return
+    pressed = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        pressed.set()
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    except Exception as exc:
+        if pressed.is_set():
+            raise KeyboardInterrupt from exc
+        raise
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _join_new_threads(before: set[threading.Thread], deadline: float) -> bool:
@@ -156,14 +210,19 @@ def _say(line: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser; each subcommand sets ``handler`` and ``parser``."""
+    """Return the argument parser; each subcommand sets ``handler`` and ``parser``.
+
+    ``command`` is ``None`` when none is given: ``main`` makes that a usage error.
+    """
     parser = argparse.ArgumentParser(
         prog="aclasync",
         description="Huawei Ascend pyACL with an async/await face, and its simulator.",
         epilog="ACLASYNC_BACKEND=sim|native chooses the backend for every subcommand.",
     )
     parser.add_argument("--version", action="version", version=f"aclasync {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # Not required=True: argparse would report a missing COMMAND before an unknown
+    # option; main() checks both, in the other order.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     info = commands.add_parser("info", help="show the backend, devices, SoC and run mode")
     info.add_argument(
@@ -366,7 +425,8 @@ def _add_loop(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from ._info import run_info
+    with _lazy_imports():
+        from ._info import run_info
 
     if args.backend is None:
         check_backend_variable(args.parser)
@@ -374,8 +434,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._demo import demo_bytes, run_demo
+    with _lazy_imports():
+        from ._demo import demo_bytes, run_demo
 
+    _check_compute_options(args)
     backend = command_backend(args.parser)
     _check_workload(args, backend)
     devices = device_count_option(args.devices, args.default_devices, backend)
@@ -399,6 +461,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
 
 
+def _check_compute_options(args: argparse.Namespace) -> None:
+    """Refuse ``--model`` with ``--workload``: each chooses the compute step (usage error)."""
+    if args.model is not None and args.workload is not None:
+        args.parser.error("--model and --workload both choose the compute step: give one")
+
+
 def _check_workload(args: argparse.Namespace, backend: str) -> None:
     """Refuse, before any work, what needs the simulator on the native backend."""
     if backend != "native":
@@ -417,13 +485,16 @@ def _check_workload(args: argparse.Namespace, backend: str) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from ._bench import BENCHMARKS, format_table, run
+    with _lazy_imports():
+        from ._bench import BENCHMARKS, format_table, run
 
     unknown = [name for name in args.names if name not in BENCHMARKS]
     if unknown:
         args.parser.error(
             f"unknown benchmark(s): {', '.join(unknown)}; valid names: {', '.join(BENCHMARKS)}"
         )
+    if args.model is not None and args.names and "model" not in args.names:
+        args.parser.error("--model is for bench model, which is not among the benchmarks named")
     if (
         args.json not in (None, STDOUT)
         and args.plot is not None
@@ -463,8 +534,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_trace(args: argparse.Namespace) -> int:
-    from ._trace import run_trace
+    with _lazy_imports():
+        from ._trace import run_trace
 
+    _check_compute_options(args)
     check_fits_in_memory(f"--items {args.items}", args.items * TRACE_BYTES_PER_ITEM, args.parser)
     backend = command_backend(args.parser)
     _check_workload(args, backend)
@@ -484,7 +557,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from ._doctor import run_doctor, stderr
+    with _lazy_imports():
+        from ._doctor import run_doctor, stderr
 
     if args.backend is None:
         check_backend_variable(args.parser)

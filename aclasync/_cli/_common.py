@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-__all__ = ["STDOUT", "CliError", "message_stream", "pyacl_call", "write_text"]
+if TYPE_CHECKING:
+    from ..sim import SimAcl
+
+__all__ = ["STDOUT", "CliError", "message_stream", "pyacl_call", "sim_runtime", "write_text"]
 
 #: The output path that means standard output.
 STDOUT = "-"
@@ -26,6 +29,17 @@ class CliError(Exception):
     def __init__(self, message: str, *, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def sim_runtime(devices: int) -> SimAcl:
+    """A fresh simulator with *devices* devices, every one visible.
+
+    ``ASCEND_RT_VISIBLE_DEVICES`` chooses among a host's real cards: the command line's
+    own simulated runtimes ignore it, as the pytest plugin's do.
+    """
+    from .. import sim
+
+    return sim.create(device_count=devices, visible_devices=range(devices))
 
 
 def write_text(path: str, text: str) -> str:

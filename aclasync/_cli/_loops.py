@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import anyio
@@ -32,6 +34,7 @@ __all__ = [
     "loop_unavailable",
     "require_loop",
     "run_on_loop",
+    "temporary_directory",
 ]
 
 _T = TypeVar("_T")
@@ -45,12 +48,18 @@ LOOPS: dict[str, tuple[str, dict[str, Any], str]] = {
 
 LOOP_CHOICES = tuple(LOOPS)
 
+#: The loop modules that an extra of aclasync installs (the others come with it).
+_EXTRAS = ("uvloop",)
+
 #: Seconds the clean-up after Ctrl-C may take before the process exits without it.
 GRACE_S = 4.0
 
 # Process-wide by nature (it ends the process); main() disarms it when it returns.
 _watchdog_lock = threading.Lock()
 _watchdog: threading.Timer | None = None
+# The directories of the ``temporary_directory`` blocks running: exit_now removes them.
+_directories_lock = threading.Lock()
+_directories: set[str] = set()
 
 
 def loop_unavailable(name: str) -> str | None:
@@ -59,6 +68,8 @@ def loop_unavailable(name: str) -> str | None:
         return f"unknown loop {name!r}; expected one of {', '.join(LOOPS)}"
     module = LOOPS[name][2]
     if importlib.util.find_spec(module) is None:
+        if module not in _EXTRAS:  # a dependency of aclasync's own: a broken install
+            return f"{module} is not installed, though aclasync depends on it: pip install {module}"
         return (
             f"{module} is not installed: pip install 'aclasync[{module}]' "
             f"(in a checkout: pip install -e '.[{module}]')"
@@ -152,9 +163,27 @@ async def _interruptible(fn: Callable[..., Awaitable[_T]], args: tuple[Any, ...]
     return result[0]
 
 
+@contextlib.contextmanager
+def temporary_directory(prefix: str = "aclasync-") -> Iterator[str]:
+    """``tempfile.TemporaryDirectory(prefix=...)`` that ``exit_now`` removes as well."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        with _directories_lock:
+            _directories.add(directory)
+        try:
+            yield directory
+        finally:
+            with _directories_lock:
+                _directories.discard(directory)
+
+
 def exit_now(*, why: str) -> None:
-    """Leave at once with status 130, flushing what can be flushed."""
+    """Leave at once with status 130, flushing what can be flushed and removing the
+    directories of running ``temporary_directory`` blocks."""
     with contextlib.suppress(OSError, ValueError):
         print(f"aclasync: interrupted ({why})", file=sys.stderr, flush=True)
         sys.stdout.flush()
+    with _directories_lock:
+        directories = list(_directories)
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
     os._exit(130)

@@ -34,7 +34,6 @@ import contextlib
 import dataclasses
 import functools
 import os
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
@@ -50,6 +49,8 @@ from .._event import Event
 from .._model import Model, TensorInfo
 from .._pyacl.constants import MemcpyKind
 from .._stream import Stream
+from ._common import sim_runtime
+from ._loops import temporary_directory
 from ._workload import Workload, default_kind, time_model
 
 __all__ = ["COMPUTES", "SLOTS", "PipelineProgress", "StageSpan", "run_pipeline"]
@@ -199,9 +200,7 @@ async def run_pipeline(
         raise ValueError("model=True registers a simulated model; model_path loads one: not both")
     own_runtime = backend is None
     if own_runtime:
-        from .. import sim
-
-        backend = sim.create(device_count=devices)
+        backend = sim_runtime(devices)
     if model or model_path is not None:
         compute_kind = "model"
     elif workload is not None:
@@ -216,7 +215,7 @@ async def run_pipeline(
     try:
         with contextlib.ExitStack() as stack:
             if model:
-                directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="aclasync-"))
+                directory = stack.enter_context(temporary_directory())
                 model_path = register_demo_model(backend, directory, w, kernel_us)
             async with anyio.create_task_group() as tg:
                 for device_id in range(devices):

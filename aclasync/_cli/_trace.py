@@ -24,10 +24,9 @@ import threading
 import time
 from typing import Any, TextIO
 
-from .. import sim
 from .._version import __version__
 from . import _pipeline
-from ._common import write_text
+from ._common import sim_runtime, write_text
 from ._demo import ProgressDisplay
 from ._loops import run_on_loop
 from ._workload import describe_line
@@ -147,7 +146,7 @@ def run_trace(
     begun = time.monotonic()
     runtime: Any = None
     if backend == "sim":
-        runtime = sim.create(device_count=devices)
+        runtime = sim_runtime(devices)
         runtime.sim.set_observer(recorder.on_task)
     items_track = _ItemSpans(recorder, devices)
     display = ProgressDisplay(sys.stderr)

@@ -14,6 +14,7 @@ are shown with no verdict, as ``format_table`` gives none for a quick run.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -53,8 +54,9 @@ def load_runs(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:
     """Read ``aclasync bench --json`` files; return each one's ``sync-modes`` result, with
     the file's ``config`` under ``"config"``.
 
-    ``ValueError`` names a file that has no ``sync-modes`` result or is not such a file,
-    two files that hold the same run, or two whose workload, loops or backend differ.
+    ``ValueError`` names a file that has no ``sync-modes`` result, is not such a file or
+    has a malformed row, two files that hold the same run, or two whose workload, loops
+    or backend differ.
     """
     runs: list[Mapping[str, Any]] = []
     seen: list[tuple[str | Path, Any]] = []
@@ -68,6 +70,7 @@ def load_runs(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:
         if not isinstance(sync_modes, dict) or "rows" not in sync_modes:
             hint = "run 'aclasync bench sync-modes --json FILE'"
             raise ValueError(f"{path}: no sync-modes result ({hint})")
+        _check_rows(path, sync_modes["rows"])
         config = data.get("config")
         config = config if isinstance(config, dict) else {}
         for other, before in seen:
@@ -85,6 +88,37 @@ def load_runs(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:
         seen.append((path, data))
         runs.append({**sync_modes, "config": config})
     return runs
+
+
+#: What a row with an ``over_us`` must hold for ``combine``: each key and its kind.
+_ROW_FIELDS = (
+    ("level", "a string"),
+    ("mode", "a string"),
+    ("kernel_us", "a number"),
+    ("over_us", "a number"),
+)
+
+
+def _check_rows(path: str | Path, rows: Any) -> None:
+    """Raise ``ValueError`` naming *path* unless *rows* are rows ``combine`` can read."""
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: sync-modes 'rows' is {type(rows).__name__}, not a list")
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(
+                f"{path}: sync-modes row {index} is {type(row).__name__}, not an object"
+            )
+        if row.get("over_us") is None:
+            continue  # not combined (the raw level's rows)
+        for key, kind in _ROW_FIELDS:
+            value = row.get(key)
+            valid = isinstance(value, str) if kind == "a string" else _finite(value)
+            if not valid:
+                raise ValueError(f"{path}: sync-modes row {index}: {key} is {value!r}, not {kind}")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _same_run(one: Mapping[str, Any], two: Mapping[str, Any]) -> bool:
@@ -110,7 +144,7 @@ def combine(runs: Sequence[Mapping[str, Any]]) -> Combined:
     """Collect ``over us`` per cell from the ``sync-modes`` results of several runs.
 
     Raises ``ValueError`` if *runs* is empty or the runs do not cover the same cells
-    (different loops, or a run without the floor).
+    (different loops, or a run without the floor), or not every mode and kernel length.
     """
     if not runs:
         raise ValueError("no runs to combine")
@@ -123,6 +157,19 @@ def combine(runs: Sequence[Mapping[str, Any]]) -> Combined:
     counts = {len(values) for values in cells.values()}
     if counts != {len(runs)}:
         raise ValueError("the runs do not cover the same loops, modes and kernel lengths")
+    loops = dict.fromkeys(loop for loop, _, _ in cells)
+    missing = [
+        f"{loop} {mode} {length} us"
+        for loop in loops
+        for mode in MODES
+        for length in LENGTHS_US
+        if (loop, mode, length) not in cells
+    ]
+    if missing:
+        raise ValueError(
+            f"the runs have no over_us for {len(missing)} loop, mode and kernel length "
+            f"cell(s), {missing[0]} first: each must cover them all"
+        )
     quick = any(bool((run.get("config") or {}).get("quick")) for run in runs)
     return Combined(len(runs), cells, quick)
 

@@ -10,9 +10,9 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from aclasync import sim
 from aclasync.sim import Kernel
 
+from .._common import sim_runtime
 from .._loops import run_on_loop
 from .._options import native_runtime
 
@@ -69,7 +69,7 @@ class Target:
         if self.native:
             acl, _ = native_runtime()
             return acl
-        return sim.create(device_count=devices)
+        return sim_runtime(devices)
 
     def release(self, acl: Any) -> None:
         """Close a runtime from ``runtime`` (the native one stays as it is)."""

@@ -24,7 +24,6 @@ the first answer aclasync got.
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 
 import aclasync
 
+from .._loops import temporary_directory
 from .._pipeline import model_inputs
 from .._workload import time_model
 from ._common import BenchConfig, Skip, Target, check, column, expect, run_on_loop
@@ -167,7 +167,7 @@ async def _measure(
     with target.opened(1) as acl:
         if target.model is not None:
             return await _measure_model(acl, target.model, n, rounds, None)
-        with tempfile.TemporaryDirectory(prefix="aclasync-bench-") as folder:
+        with temporary_directory(prefix="aclasync-bench-") as folder:
             path = acl.sim.register_model(
                 Path(folder) / "bench.om",
                 inputs=[("x", SHAPE, "float32")],

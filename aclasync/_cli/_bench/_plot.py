@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["bar_label", "build_figure", "plot", "series_label"]
+__all__ = ["bar_label", "build_figure", "has_charts", "plot", "series_label"]
 
 _BAR_HEIGHT_IN = 0.22
 #: matplotlib's ten-colour palette: ``overhead`` has nine variants.
@@ -99,12 +99,7 @@ def build_figure(results: dict[str, Any]) -> Any:
         raise RuntimeError(
             "--plot needs matplotlib: pip install matplotlib (or 'aclasync[plot]')"
         ) from exc
-    charts = [
-        (name, bench, chart)
-        for name, bench in results.get("benchmarks", {}).items()
-        for chart in bench.get("charts", ())
-        if any(row.get(chart["value"]) is not None for row in bench.get("rows", ()))
-    ]
+    charts = _charts(results)
     if not charts:
         raise RuntimeError("nothing to plot: no benchmark produced chartable rows")
     heights = [_bar_count(bench["rows"], chart) + 2.5 for _, bench, chart in charts]
@@ -120,6 +115,21 @@ def build_figure(results: dict[str, Any]) -> Any:
         _draw(axis, name, bench, chart)
     figure.suptitle(_headline(results), fontsize=10)
     return figure
+
+
+def has_charts(results: dict[str, Any]) -> bool:
+    """Whether ``plot`` has anything to draw for *results*."""
+    return bool(_charts(results))
+
+
+def _charts(results: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """``(name, result, chart)`` of every chart with at least one value to draw."""
+    return [
+        (name, bench, chart)
+        for name, bench in results.get("benchmarks", {}).items()
+        for chart in bench.get("charts", ())
+        if any(row.get(chart["value"]) is not None for row in bench.get("rows", ()))
+    ]
 
 
 def _bar_count(rows: list[dict[str, Any]], chart: dict[str, Any]) -> int:

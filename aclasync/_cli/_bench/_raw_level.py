@@ -37,10 +37,10 @@ from typing import Any
 
 import outcome
 
-from aclasync import sim
 from aclasync._loop import Waiter, current_delivery
 from aclasync.sim import Kernel
 
+from .._common import sim_runtime
 from .._workload import Workload
 from ._common import expect, make_streams, warm_up
 
@@ -111,7 +111,7 @@ class RawThread:
         self._modes = dict(modes)
         self._own = acl is None
         self._device_set = False
-        self._acl: Any = sim.create(device_count=1) if acl is None else acl
+        self._acl: Any = sim_runtime(1) if acl is None else acl
         self._work = work
         self._go = _thread.allocate_lock()
         self._go.acquire()  # held until there is a job

@@ -14,9 +14,9 @@ import time
 from typing import Any
 
 import aclasync
-from aclasync import sim
 from aclasync.sim import Kernel
 
+from .._common import sim_runtime
 from ._common import BenchConfig, Skip, check, column, run_on_loop
 from ._stats import ratio
 
@@ -111,7 +111,7 @@ def _row(
 
 
 async def _in_process(items: int) -> float:
-    backend = sim.create(device_count=1)
+    backend = sim_runtime(1)
     try:
         async with aclasync.open_device(0, backend=backend) as dev, dev.create_stream() as stream:
             kernel = Kernel(duration_us=KERNEL_US)

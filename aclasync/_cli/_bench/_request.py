@@ -48,9 +48,10 @@ import anyio.lowlevel
 import outcome
 
 import aclasync
-from aclasync import StreamFlag, sim
+from aclasync import StreamFlag
 from aclasync._loop import Waiter, current_delivery
 
+from .._common import sim_runtime
 from .._workload import Workload
 from ._common import BenchConfig, Target, check, column, expect, make_streams, run_on_loop
 from ._stats import percentile
@@ -196,7 +197,7 @@ class DedicatedThreads:
         self, modes: dict[str, int], work: Workload, acl: Any = None, count: int = 1
     ) -> None:
         self._own = acl is None
-        self._acl: Any = sim.create(device_count=1) if acl is None else acl
+        self._acl: Any = sim_runtime(1) if acl is None else acl
         self._modes = modes
         self._work = work
         self._jobs: queue.SimpleQueue[tuple[Waiter, str, float] | None] = queue.SimpleQueue()
@@ -298,7 +299,7 @@ class OnTheLoop:
 
     def __init__(self, modes: dict[str, int], work: Workload, acl: Any = None) -> None:
         self._own = acl is None
-        self._acl: Any = sim.create(device_count=1) if acl is None else acl
+        self._acl: Any = sim_runtime(1) if acl is None else acl
         self._device = _RawDevice(self._acl, modes, work).__enter__()
         if not self._device.ready:
             self.close()

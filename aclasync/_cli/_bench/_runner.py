@@ -27,7 +27,7 @@ from . import (
     _sync_modes,
 )
 from ._common import BenchConfig, Progress, Skip, Target
-from ._plot import plot
+from ._plot import has_charts, plot
 from ._report import describe_backend, describe_machine, write_json
 
 __all__ = ["BENCHMARKS", "Benchmark", "run", "runs_native", "stderr_progress"]
@@ -109,7 +109,9 @@ def run(
     json_path:
         Write the results as JSON here; ``"-"`` writes them to stdout.
     plot_path:
-        Draw a PNG here (needs matplotlib; checked before anything runs).
+        Draw a PNG here (needs matplotlib; checked before anything runs). Refused up
+        front on ``native`` if every benchmark is simulator-only; if the run has nothing
+        to draw all the same (every benchmark skipped), a progress line says so.
     progress:
         Called with one line per step; by default printed to stderr and flushed.
     scale:
@@ -133,6 +135,8 @@ def run(
         ``notes``, ``params``, ``seconds``) and ``skipped`` (name to reason).
     """
     selected = _select_benchmarks(names, quick)
+    if plot_path is not None and backend == "native":
+        _check_something_runs_native(selected)
     wanted, unavailable = _select_loops(loops)
     if plot_path is not None and importlib.util.find_spec("matplotlib") is None:
         raise RuntimeError("--plot needs matplotlib: pip install matplotlib (or 'aclasync[plot]')")
@@ -196,7 +200,9 @@ def run(
     }
     if json_path is not None:
         progress(f"wrote the results to {write_json(results, json_path)}")
-    if plot_path is not None:
+    if plot_path is not None and not has_charts(results):  # all skipped: keep the table
+        progress(f"nothing to plot: no benchmark produced chartable rows; {plot_path} not written")
+    elif plot_path is not None:
         plot(results, plot_path)
         progress(f"wrote {plot_path}")
     return results
@@ -208,6 +214,16 @@ def runs_native(bench: Benchmark) -> bool:
     A benchmark that drives ``acl.sim`` leaves it out, and is skipped there with one line.
     """
     return bool(getattr(sys.modules[bench.fn.__module__], "RUNS_NATIVE", False))
+
+
+def _check_something_runs_native(selected: tuple[str, ...]) -> None:
+    """Refuse ``--plot`` on the native backend when every benchmark in *selected* needs
+    the simulator: each would be skipped, and nothing plotted."""
+    if not any(runs_native(BENCHMARKS[name]) for name in selected):
+        raise RuntimeError(
+            f"--plot has nothing to plot: the native backend skips {', '.join(selected)} "
+            "(simulator only)"
+        )
 
 
 def _select_benchmarks(names: Iterable[str] | None, quick: bool) -> tuple[str, ...]:

@@ -32,9 +32,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import aclasync
-from aclasync import sim
 from aclasync.sim import Kernel
 
+from .._common import sim_runtime
 from ._common import expect
 
 __all__ = ["build_app", "main"]
@@ -53,7 +53,7 @@ def build_app(mode: str, streams: int, kernel_us: float) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         nonlocal infer
-        runtime = sim.create(device_count=1)
+        runtime = sim_runtime(1)
         try:
             if mode == "aclasync":
                 async with (

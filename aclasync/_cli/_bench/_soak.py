@@ -23,7 +23,6 @@ import logging
 import os
 import random
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -37,6 +36,8 @@ import aclasync
 from aclasync import sim
 from aclasync.sim import Kernel
 
+from .._common import sim_runtime
+from .._loops import temporary_directory
 from ._common import BenchConfig, check, column, run_on_loop
 from ._stats import percentile
 
@@ -145,7 +146,7 @@ def _rss_mib() -> float:
 
 
 async def _soak(seconds: float, loop: str, progress: Callable[[str], None]) -> dict[str, Any]:
-    acl = sim.create(device_count=DEVICES)
+    acl = sim_runtime(DEVICES)
     before = dict(acl.sim.live_objects())
     errors: Counter[str] = Counter()
     counts = {"operations": 0, "expected": 0, "model_runs": 0, "borrows": 0, "loops": 0}
@@ -198,7 +199,7 @@ async def _soak(seconds: float, loop: str, progress: Callable[[str], None]) -> d
 
     # A failing model body is logged by the simulator: expected here, so kept quiet.
     quiet = _quiet_logger("aclasync.sim")
-    with quiet, tempfile.TemporaryDirectory() as folder:
+    with quiet, temporary_directory() as folder:
         path = acl.sim.register_model(
             f"{folder}/soak.om",
             inputs=[("x", (MODEL_WIDTH,), "float32")],
