@@ -461,8 +461,12 @@ class DeviceState:
         self._dropped_events.append((lane, handle, record))
 
     def _give_back_dropped(self) -> None:
-        dropped = self._dropped_events
-        events = [dropped.popleft() for _ in range(len(dropped))]
+        dropped, events = self._dropped_events, []
+        while dropped:
+            try:  # another thread's record may take the last ones meanwhile
+                events.append(dropped.popleft())
+            except IndexError:
+                break
         if events:
             self.forget_events(events)
 

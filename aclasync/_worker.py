@@ -341,8 +341,9 @@ class DeviceWorker:
 
     def forget_event(self, lane: Lane, event: int, record: EventRecord) -> None:
         """Take back a closed event: fail its pending waits, return it to the pool (a
-        wrapped one is let go of)."""
-        if lane.borrowed or self.handles.give_back_event(event):
+        wrapped one, ``wrap_event``'s, is let go of; one aclasync recorded on a wrapped
+        stream is its own, and goes back)."""
+        if lane.handle < 0 or self.handles.give_back_event(event):
             self.watcher.forget_event(lane, record)
 
     def _teardown(self) -> list[BaseException]:

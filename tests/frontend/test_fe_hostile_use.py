@@ -347,3 +347,52 @@ def test_two_threads_never_both_take_a_turn(monkeypatch: pytest.MonkeyPatch) -> 
     assert sorted(held) == [False, True]
     turn.end()
     assert turn.take() is None  # ended: free again
+
+
+async def test_two_threads_recording_while_a_dropped_event_waits_to_go_back(rt: Any) -> None:
+    # Each record gives back the events collected unclosed: one reader, held after it
+    # saw one waiting, found the deque emptied by the other (IndexError from
+    # record_event). The first reader is held until the other has popped.
+    import collections
+    import gc
+
+    popped = threading.Event()
+
+    class HeldDeque(collections.deque[Any]):
+        held = False
+
+        def __len__(self) -> int:
+            count = super().__len__()
+            if count and not HeldDeque.held:
+                HeldDeque.held = True
+                popped.wait(2)  # the other thread pops meanwhile
+            return count
+
+        def popleft(self) -> Any:
+            item = super().popleft()
+            popped.set()
+            return item
+
+    async with opened(rt) as dev, dev.create_stream() as s1, dev.create_stream() as s2:
+        dev._state._dropped_events = HeldDeque()
+        event = await s1.record_event()
+        await event.synchronize()
+        del event
+        gc.collect()
+        errors: list[BaseException] = []
+
+        def record_on_another_loop(stream: Any) -> None:
+            async def record() -> None:
+                try:
+                    await (await stream.record_event()).aclose()
+                except BaseException as exc:
+                    errors.append(exc)
+
+            anyio.run(record)
+
+        threads = [threading.Thread(target=record_on_another_loop, args=(s,)) for s in (s1, s2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            await anyio.to_thread.run_sync(thread.join, 10)
+        assert errors == []

@@ -592,3 +592,25 @@ async def test_wrap_event_refuses_another_devices_event(rt: Any) -> None:
         with pytest.raises(ValueError, match="another device"):
             d0.wrap_event(event)
         await event.aclose()
+
+
+async def test_events_recorded_on_a_wrapped_stream_go_back_to_the_pool(
+    rt: Any, owner: Owner
+) -> None:
+    # They are aclasync's own events (only wrap_event's are another's): closed or
+    # collected, each stayed out of the pool, a runtime event, until the device closed.
+    async with aclasync.open_device(0, backend=rt) as dev:
+        wrapped = dev.wrap_stream(owner.stream)
+        first = await wrapped.record_event()
+        await first.synchronize()
+        await first.aclose()
+        before = live_objects(rt)["events"]
+        for request in range(40):
+            done = await wrapped.record_event()
+            await done.synchronize()
+            if request % 2:
+                await done.aclose()
+            del done
+        assert live_objects(rt)["events"] <= before + 2
+        await wrapped.aclose()
+    owner.finish()
