@@ -79,7 +79,8 @@ class DeviceState:
         #: given back at the device's next record.
         self._dropped_events: deque[tuple[Lane, int, EventRecord]] = deque()
         #: The first close's wait for the worker's stop, while it waits.
-        self._stop: Waiter | None = None
+        #: (A list: taking it is one atomic pop, whichever closer's thread gets there.)
+        self._stop: list[Waiter] = []
 
     @property
     def default_lane(self) -> Lane:
@@ -547,9 +548,12 @@ class DeviceState:
         device's release, and reports what the first could not (its loop was closed)."""
         if (first := self._closing.take()) is not None:  # another close: wait for it
             await first.wait()
-            stop = self._stop
-            if stop is not None and stop.delivery.dead:  # the first will never resume
-                self._stop = None
+            stop = self._stop[0] if self._stop else None
+            if stop is not None and stop.delivery.gone():  # the first will never resume
+                try:
+                    self._stop.remove(stop)  # one later closer reports what it left
+                except ValueError:
+                    return
                 left: list[BaseException] = []  # the releases' failures, or its death
                 if isinstance(stop.result, outcome.Error):
                     left.append(stop.result.error)
@@ -563,13 +567,14 @@ class DeviceState:
             with anyio.CancelScope(shield=True):
                 worker = self.worker
                 if worker.death is None:
-                    waiter = self._stop = current_delivery().new_waiter()
+                    waiter = current_delivery().new_waiter()
+                    self._stop.append(waiter)
                     try:
                         worker.submit(Stop(waiter, self._stopped))
                         errors.extend(await waiter.wait())
                     except anyio.BrokenResourceError as exc:  # it died tearing down
                         errors.append(exc)
-                    self._stop = None
+                    self._stop.clear()
                     await _join(worker.thread)
                 # After a death the thread releases what it can (reset_device waits
                 # for work still running) and ends by itself: nobody waits for it.

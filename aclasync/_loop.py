@@ -195,6 +195,13 @@ class Delivery:
         self.dead = True
         self._pending.clear()
 
+    def gone(self) -> bool:
+        """Whether its loop is closed (or its run over) as far as can be told: its
+        waiters will never resume (then dropped). From any thread."""
+        if not self.dead and self._closed():
+            self._die()
+        return self.dead
+
     def _closed(self) -> bool:
         """Whether the loop is known to be closed (a drain scheduled will never run)."""
         return False
@@ -446,29 +453,43 @@ class Flag:
 class Turn:
     """One holder at a time among tasks of any event loop, in any thread (an
     ``anyio.Lock`` belongs to one loop). ``take`` and ``end`` never block but on a lock
-    held for a few lines."""
+    held for a few lines. With *reclaim*, a turn whose holder's loop was closed before
+    it ended the turn is taken from it by the next ``take``; such holders pass their own
+    ``Flag`` to ``take`` and ``end``, so that a late ``end`` (its coroutine closed when
+    collected) leaves the next holder's turn alone."""
 
-    __slots__ = ("_holder", "_lock")
+    __slots__ = ("_by", "_holder", "_lock", "_reclaim")
 
-    def __init__(self) -> None:
+    def __init__(self, *, reclaim: bool = False) -> None:
         self._lock = threading.Lock()
         self._holder: Flag | None = None
+        self._by: Delivery | None = None  # the holder's loop, with *reclaim*
+        self._reclaim = reclaim
 
-    def take(self) -> Flag | None:
-        """Take the turn: None if the caller holds it now, else the holder's ``Flag``
-        (set when that turn ends) to wait for before trying again."""
+    def take(self, mine: Flag | None = None) -> Flag | None:
+        """Take the turn (as *mine*, if given): None if the caller holds it now, else the
+        holder's ``Flag`` (set when that turn ends) to wait for before trying again."""
+        by = current_delivery() if self._reclaim else None
+        stale = None
         with self._lock:  # the look and the taking are one step for every thread
             holder = self._holder
+            if holder is not None and self._by is not None and self._by.gone():
+                stale, holder = holder, None  # it can never end its turn
             if holder is None:
-                self._holder = Flag()
-            return holder
+                self._holder, self._by = mine or Flag(), by
+        if stale is not None:
+            stale.set()  # whoever waits for it tries again
+        return holder
 
-    def end(self, *, keep: bool = False) -> None:
-        """End the caller's turn; with *keep*, nobody takes it again (a one-time act,
-        such as a close: later callers get the ended turn's set ``Flag``)."""
+    def end(self, mine: Flag | None = None, *, keep: bool = False) -> None:
+        """End the caller's turn (only if it is still *mine*, if given); with *keep*,
+        nobody takes it again (a one-time act, such as a close: later callers get the
+        ended turn's set ``Flag``)."""
         with self._lock:
             holder = self._holder
-            if not keep:
-                self._holder = None
+            if mine is not None and holder is not mine:  # reclaimed since: not ours
+                holder = mine
+            elif not keep:
+                self._holder = self._by = None
         assert holder is not None, "end() without take()"
         holder.set()

@@ -16,7 +16,7 @@ from ._errors import AclError, never_recorded, raise_for_status
 from ._event import Event
 from ._factory import AsyncResource
 from ._lanes import Lane, Life
-from ._loop import Turn
+from ._loop import Flag, Turn
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import FailureMode, MemcpyKind, StreamFlag
 from ._waits import check_bool, check_plain_callable, check_timeout
@@ -59,7 +59,7 @@ class Stream(AsyncResource):
         self._closed = False
         self._forced = False  # a close with force=True began
         #: Held by the get_overflow_status call that uses the stream's status buffer.
-        self._overflow_turn = Turn()
+        self._overflow_turn = Turn(reclaim=True)
         state.streams[lane.handle] = self
 
     def __repr__(self) -> str:
@@ -339,12 +339,13 @@ class Stream(AsyncResource):
         Cancellation and failure reporting are those of ``synchronize``.
         """
         self._check_open()
-        while (busy := self._overflow_turn.take()) is not None:  # one at a time: one buffer
+        mine = Flag()
+        while (busy := self._overflow_turn.take(mine)) is not None:  # one buffer: in turns
             await busy.wait()
         try:
             return await self._read_overflow_status()
         finally:
-            self._overflow_turn.end()
+            self._overflow_turn.end(mine)
 
     async def _read_overflow_status(self) -> int:
         state, lane, acl = self._state, self._lane, self._device.acl

@@ -7,8 +7,10 @@ process's threads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import random
+import threading
 import traceback
 import warnings
 import weakref
@@ -140,10 +142,14 @@ async def test_a_death_nobody_saw_is_raised_by_the_close(rt: Any) -> None:
         await die_unseen()
 
 
-def _closed_with_a_wait_in_flight(rt: Any, wait: str) -> tuple[Any, Gate, weakref.ref[Any]]:
+def _closed_with_a_wait_in_flight(
+    rt: Any, wait: str, *, answered: bool = False
+) -> tuple[Any, Any, Gate, weakref.ref[Any]]:
     """A device opened on a loop that is then closed with ``wait`` (``"sync"``: a
-    stream's synchronize; ``"close"``: the device's close) parked behind a gate, as
-    after a shutdown cut short: the device, the gate and a weak reference to the loop."""
+    stream's synchronize; ``"close"``: the device's close; ``"overflow"``: a stream's
+    get_overflow_status) parked behind a gate, as after a shutdown cut short: the device,
+    its stream, the gate and a weak reference to the loop. *answered*: the gate opens, and the
+    worker answers, before the loop closes (its resumption due, never run)."""
     gate = Gate()
     box: dict[str, Any] = {}
 
@@ -154,18 +160,27 @@ def _closed_with_a_wait_in_flight(rt: Any, wait: str) -> tuple[Any, Gate, weakre
 
     loop = asyncio.new_event_loop()
     loop.run_until_complete(setup())
-    parked = box["stream"].synchronize() if wait == "sync" else box["dev"].aclose()
+    stream, dev = box["stream"], box["dev"]
+    parked = {
+        "sync": stream.synchronize,
+        "close": dev.aclose,
+        "overflow": stream.get_overflow_status,
+    }[wait]()
     task = loop.create_task(parked)
     loop.run_until_complete(asyncio.sleep(0.05))
     assert not task.done()
+    if answered:
+        gate.open()
+        dev.worker_thread.join(10)  # the close's answer was posted: it never runs
+        assert not dev.worker_thread.is_alive()
     loop.close()
     del task
-    return box["dev"], gate, weakref.ref(loop)
+    return dev, stream, gate, weakref.ref(loop)
 
 
 def test_a_loop_closed_with_a_wait_in_flight_is_not_kept_alive(rt: Any) -> None:
     # Its delivery kept the waiter the worker answered, and through it the loop.
-    dev, gate, loop = _closed_with_a_wait_in_flight(rt, "sync")
+    dev, _, gate, loop = _closed_with_a_wait_in_flight(rt, "sync")
 
     async def later() -> None:
         gate.open()
@@ -182,7 +197,7 @@ def test_a_loop_closed_with_a_wait_in_flight_is_not_kept_alive(rt: Any) -> None:
 def test_a_close_cut_short_by_its_loop_is_finished_by_the_next(rt: Any) -> None:
     # The first close's loop was closed before it resumed: the next close waited for
     # it for ever; it now returns once the device is released, with what was left.
-    dev, gate, _ = _closed_with_a_wait_in_flight(rt, "close")
+    dev, _, gate, _ = _closed_with_a_wait_in_flight(rt, "close")
     before = len(aclasync_threads())
 
     async def later() -> None:
@@ -228,3 +243,82 @@ async def test_events_collected_unclosed_go_back_to_the_pool(rt: Any) -> None:
             await done.synchronize()
             del done  # (collected at once: nothing else refers to it)
         assert live_objects(rt)["events"] <= before + 2
+
+
+def test_a_close_answered_just_before_its_loop_closed_is_finished_by_the_next(
+    rt: Any,
+) -> None:
+    # Its delivery was not yet known dead (nothing was posted after the close): the
+    # next close returned quietly and the kernel's failure was lost.
+    dev, *_ = _closed_with_a_wait_in_flight(rt, "close", answered=True)
+
+    async def later() -> None:
+        with anyio.fail_after(10), pytest.raises(aclasync.AclError) as caught:
+            await dev.aclose()
+        assert caught.value.code == 507015
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asyncio.run(later())
+
+
+@pytest.mark.parametrize("later_loop", ["asyncio", "trio"])
+def test_an_overflow_read_cut_short_by_its_loop_leaves_the_next_one_its_turn(
+    rt: Any, later_loop: str
+) -> None:
+    # The read held the stream's overflow turn (one status buffer per stream) and its
+    # loop closed before it ended the turn: every later read waited for ever.
+    dev, stream, gate, _ = _closed_with_a_wait_in_flight(rt, "overflow")
+
+    async def later() -> None:
+        gate.open()
+        with anyio.fail_after(10):
+            with pytest.raises(aclasync.AclError):  # the gated kernel's failure
+                await stream.synchronize()
+            assert await stream.get_overflow_status() == 0
+        await dev.aclose()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        anyio.run(later, backend=later_loop)
+        gc.collect()  # the cut-short read's coroutine, closed: its late end is harmless
+
+
+def test_two_later_closes_report_what_a_cut_short_close_left_once(rt: Any) -> None:
+    # Both later closes (two loops, two threads) found the first one's loop gone and
+    # both reported what it left. Each is held right after that look until the other
+    # has looked too.
+    dev, _, gate, _ = _closed_with_a_wait_in_flight(rt, "close")
+    gate.open()
+    dev.worker_thread.join(10)
+    delivery = dev._state._stop[0].delivery
+    both = threading.Barrier(2, timeout=2)
+
+    class Held(type(delivery)):  # type: ignore[misc]
+        def gone(self) -> bool:
+            answer = bool(super().gone())
+            with contextlib.suppress(threading.BrokenBarrierError):
+                both.wait()
+            return answer
+
+    delivery.__class__ = Held
+    results: list[Any] = []
+
+    def closer() -> None:
+        async def close() -> None:
+            try:
+                await dev.aclose()
+                results.append("quiet")
+            except aclasync.AclError as exc:
+                results.append(exc.code)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            asyncio.run(close())
+
+    threads = [threading.Thread(target=closer) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert sorted(results, key=str) == [507015, "quiet"]
