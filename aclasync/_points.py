@@ -200,6 +200,16 @@ class Points:
             self.out.put_all(point.waiters, closed(why))
         self.waiting.pop(lane, None)
 
+    def drop_if_forsaken(self, lane: Lane) -> bool:
+        """Drop *lane*'s points if nobody waits for any (waits that timed out or were
+        cancelled leave theirs); whether it has none now."""
+        if lane.forsaken():
+            for point in lane.drop_points():
+                if point.fence and point.event:
+                    self._handles.fence_pool.append(point.event)
+            self.waiting.pop(lane, None)
+        return not lane.watches
+
     def abandon(self, lanes: Iterable[Lane]) -> list[Waiter]:
         """Forget every point; their waiters (at the worker's death)."""
         waiters = [w for lane in lanes for point in lane.drop_points() for w in point.waiters]

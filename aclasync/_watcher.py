@@ -8,9 +8,10 @@ between rounds. Its methods run on the worker thread but ``choose`` and ``return
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import outcome
@@ -352,10 +353,11 @@ class Watcher:
             self._returned.wait_for(lambda: lane.loan is not Loan.HELD)
             lane.take_back()
 
-    def collect(self, lane: Lane) -> None:
-        """Take the stream's kernel failure, if any (blocks until the stream is idle)."""
+    @contextlib.contextmanager
+    def points(self) -> Iterator[Points]:
+        """The ``Points``, under the lock (for the worker's calls that need no more)."""
         with self.lock:
-            self._points.collect(lane)
+            yield self._points
 
     def close_stream(self, lane: Lane, *, force: bool) -> int:
         """Retire *lane*'s points and destroy it: the destroy's status. Without *force*
@@ -363,11 +365,6 @@ class Watcher:
         dropped. Waits still pending fail with ``ClosedResourceError``."""
         with self.lock:
             return self._points.close(lane, force=force)
-
-    def forget_event(self, lane: Lane, record: EventRecord) -> None:
-        """An event was closed: fail the waits still pending on it."""
-        with self.lock:
-            self._points.forget(lane, record)
 
     def finish(self, lanes: Iterable[Lane]) -> None:
         """At the device's stop: collect the last failures, fail what can never end."""

@@ -254,7 +254,8 @@ class DeviceWorker:
     def _stopped(self, lane: Lane) -> None:
         """*lane* refused a call (107023): collect the failure that stopped it first."""
         if lane.life is Life.OPEN:
-            self.watcher.collect(lane)
+            with self.watcher.points() as points:
+                points.collect(lane)  # (it blocks until the stream is idle)
         if lane.life is Life.OPEN:
             lane.move(Life.STOPPED)
 
@@ -321,7 +322,9 @@ class DeviceWorker:
         lane.disown()
         while lane.errors:
             self.orphan_errors.append(lane.errors.popleft())
-        error = None if lane.watches else self.handles.forget_stream(lane)
+        with self.watcher.points() as points:
+            forgotten = points.drop_if_forsaken(lane)
+        error = self.handles.forget_stream(lane) if forgotten else None
         if error is not None:  # its overflow-status buffer's free
             self._fail(lane, error)
 
@@ -344,7 +347,8 @@ class DeviceWorker:
         wrapped one, ``wrap_event``'s, is let go of; one aclasync recorded on a wrapped
         stream is its own, and goes back)."""
         if lane.handle < 0 or self.handles.give_back_event(event):
-            self.watcher.forget_event(lane, record)
+            with self.watcher.points() as points:
+                points.forget(lane, record)
 
     def _teardown(self) -> list[BaseException]:
         """At stop: let the work finish, collect failures, release everything, reset;

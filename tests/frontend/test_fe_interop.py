@@ -614,3 +614,28 @@ async def test_events_recorded_on_a_wrapped_stream_go_back_to_the_pool(
         assert live_objects(rt)["events"] <= before + 2
         await wrapped.aclose()
     owner.finish()
+
+
+async def test_a_dropped_wrapper_with_an_abandoned_wait_is_let_go_of_too(
+    rt: Any, owner: Owner
+) -> None:
+    # A wait that timed out left its point on the stream: the let-go kept the stream,
+    # and the device's close looked at it (and could take the owner's failure).
+    import gc
+
+    gate = Gate()
+    owner.queue_work(gate.kernel(error=AICORE_EXCEPTION))
+    try:
+        async with aclasync.open_device(0, backend=rt) as dev:
+            wrapper = dev.wrap_stream(owner.stream)
+            with pytest.raises(aclasync.AclTimeoutError):
+                await wrapper.synchronize(timeout=0.01)  # the kernel is held: times out
+            del wrapper
+            gc.collect()
+            await dev.synchronize()  # lets go of it, without waiting for the owner's work
+            await dev.call(lambda: None)  # (the let-go ran before this)
+            assert owner.stream not in dev._state.worker.handles.lanes
+    finally:
+        gate.open()
+    assert owner.do(lambda: rt.rt.synchronize_stream(owner.stream)) == AICORE_EXCEPTION
+    owner.finish()
