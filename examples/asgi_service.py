@@ -141,8 +141,9 @@ class InferenceService:
             failures = getattr(exc, "exceptions", [exc])
             if not all(isinstance(failure, aclasync.AclError) for failure in failures):
                 raise
-            for failure in failures:
-                log.error("device failure reported at shutdown: %s", failure)
+            for failure in failures:  # the others come as its notes (docs/errors.md)
+                for line in [str(failure), *getattr(failure, "__notes__", ())]:
+                    log.error("device failure reported at shutdown: %s", line)
 
     @contextlib.contextmanager
     def tracked(self) -> Iterator[anyio.CancelScope]:
@@ -269,6 +270,10 @@ def create_app(config: ServiceConfig) -> Starlette:
         except aclasync.AclError as exc:  # the pool replaced the stream: the service goes on
             log.error("request n=%d: the device failed: %s", n, exc)
             return answer(500, {"error": f"the device failed: {exc}"})
+        except anyio.ClosedResourceError:  # the drain closed the pool as it came in
+            if not service.draining:
+                raise
+            return answer(503, {"error": "shutting down"})
         if scope.cancelled_caught:
             return answer(503, {"error": "shutting down: not finished within the deadline"})
         return answer(200, {"n": n, "result": result, "device": device})

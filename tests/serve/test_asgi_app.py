@@ -176,3 +176,76 @@ async def test_a_drain_answers_a_request_whose_kernel_never_ends(
         assert answers == [503]
         assert not gate.opened.is_set()
         gate.opened.set()  # the devices' close (in the drain) waits for the kernel
+
+
+async def test_a_request_whose_body_comes_after_the_drain_closed_the_pool_is_a_503(
+    served: tuple[Any, httpx.AsyncClient], gate: HeldKernels
+) -> None:
+    # It passed the draining check, then read its body while the drain's deadline
+    # force-closed the pool: ClosedResourceError escaped (a bare, uncounted 500).
+    app, client = served
+    service = app.state.service
+    body_may_come, answered = anyio.Event(), anyio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await body_may_come.wait()
+        return {"type": "http.request", "body": b'{"n": 5}', "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        answered.set()
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/infer",
+        "raw_path": b"/infer",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    held = anyio.Event()
+
+    async def held_request() -> None:
+        await client.post("/infer", json={"n": HELD})
+        held.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(held_request)
+        assert await anyio.to_thread.run_sync(gate.started.wait, LIMIT_S)
+        tg.start_soon(app, scope, receive, send)
+        await anyio.wait_all_tasks_blocked()  # it waits for its body
+        tg.start_soon(service.drain)
+        with anyio.fail_after(LIMIT_S):
+            await held.wait()  # the drain's deadline passed: the pool is closed
+        body_may_come.set()
+        with anyio.fail_after(LIMIT_S):
+            await answered.wait()
+        gate.opened.set()
+    assert sent[0]["status"] == 503
+
+
+async def test_every_devices_failure_is_logged_at_shutdown(
+    example: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The pool's close raises one device's failure with the others as its notes: one
+    # line was logged, the others dropped.
+    config = example.ServiceConfig(
+        devices=2, streams_per_device=1, kernel_ms=0.1, drain_s=0.2, linger_s=0.0
+    )
+    app = example.create_app(config)
+    with anyio.fail_after(LIMIT_S):
+        async with app.router.lifespan_context(app):
+            for device in app.state.service.pool.devices:  # failures nobody awaits
+                device.default_stream.launch(
+                    device.acl.sim.launch_kernel, Kernel(error=AICORE_EXCEPTION)
+                )
+    logged = [r.getMessage() for r in caplog.records if "at shutdown" in r.getMessage()]
+    assert len(logged) == 2
+    assert all("507015" in line for line in logged)
