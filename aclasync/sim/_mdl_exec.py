@@ -40,8 +40,8 @@ _GE_PARAM_INVALID = int(ErrorCode.ACL_ERROR_GE_PARAM_INVALID)
 _MODEL_ID_INVALID = int(ErrorCode.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID)
 _GEAR_INVALID = int(ErrorCode.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID)
 _MODEL_EXECUTE = int(ErrorCode.ACL_ERROR_RT_MODEL_EXECUTE)
-#: How many bytes a static model's input buffer may lack (GE: kDataMemAlignSizeCompare).
-_INPUT_SLACK = 64
+#: How many bytes a static model's buffer may lack (GE: kDataMemAlignSizeCompare).
+_SLACK = 64
 _FORMAT_ND = 2
 
 
@@ -155,10 +155,11 @@ def plan(
         else:
             in_shapes = [t.shape for t in spec.inputs]
             out_shapes = [t.shape for t in spec.outputs]
-        # GE's size check of a static model's inputs (davinci_model.cc,
+        # GE's size check of a static model's inputs and outputs (davinci_model.cc,
         # CheckUserAndModelSize): a bigger buffer only logs a warning; a smaller one is
-        # refused only when more than 64 bytes short (the bytes missing read as zeros).
-        short = _INPUT_SLACK if spec.mode == "static" else 0
+        # refused only when more than 64 bytes short (the bytes an input lacks read as
+        # zeros; those an output lacks are not written).
+        short = _SLACK if spec.mode == "static" else 0
         in_sizes = [t.nbytes(s) for t, s in zip(spec.inputs, in_shapes, strict=True)]
         in_views = _views(core, models, ins, in_sizes, short=short)
         out_sizes = (
@@ -167,7 +168,7 @@ def plan(
             else None
         )
         held = _unallocated(models, outs) if synchronous and spec.mode == "shape" else {}
-        out_views = _views(core, models, outs, out_sizes, held=held)
+        out_views = _views(core, models, outs, out_sizes, short=short, held=held)
     if in_views is None or out_views is None:
         return None, _GE_PARAM_INVALID
     return Plan(spec, in_shapes, out_shapes, in_views, out_views, output, held), _OK
@@ -206,6 +207,8 @@ def body(plan: Plan, models: ModelRegistry, fail: Callable[[int], None]) -> Call
                 value = value.astype(tensor.dtype, casting="same_kind", copy=False)
                 if index in plan.held:
                     plan.kept[index] = value.tobytes()
+                elif value.nbytes > len(view) and spec.mode == "static":  # (a short buffer)
+                    view[:] = value.tobytes()[: len(view)]
                 elif value.nbytes > len(view):
                     raise ValueError(
                         f"output {tensor.name!r}: {value.nbytes} bytes, the buffer has {len(view)}"
@@ -275,8 +278,7 @@ def _views(
             return None
         if short and buffer.size > need:  # as GE does (a warning, the run goes on)
             _log.warning(
-                "input %d: buffer of %d bytes is bigger than the model's %d, "
-                "may cause inference problem",
+                "buffer %d: %d bytes, bigger than the model's %d, may cause inference problem",
                 position,
                 buffer.size,
                 need,
