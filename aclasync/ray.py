@@ -57,6 +57,7 @@ import anyio.lowlevel
 
 from ._device import Device, open_device
 from ._errors import AclasyncError, raise_for_status
+from ._loop import Turn
 from ._ray_logging import quiet_npu_detection
 from ._worker import WorkerOptions
 
@@ -225,7 +226,9 @@ class NpuActor:
         self._options = options
         self._device: Device[Any] | None = None
         self._exit_stack: contextlib.AsyncExitStack | None = None
-        self._opening: asyncio.Lock | None = None
+        # Ray runs each concurrency group on an event loop (and thread) of its own: a
+        # Turn, unlike an asyncio.Lock, wakes a waiter of any loop.
+        self._opening = Turn()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -234,8 +237,10 @@ class NpuActor:
 
         Typed ``Device[Any]``: the backend is the actor's run-time choice (``backend=``).
 
-        Concurrent first calls open it once. Cancellation while opening leaves it
-        closed (a later call opens it again).
+        Concurrent first calls open it once, on whichever of the actor's event loops
+        they run (Ray gives each concurrency group a loop and thread of its own); the
+        others wait for it. Cancellation while opening leaves it closed (a later call
+        opens it again); cancellation while waiting abandons the wait only.
 
         Raises
         ------
@@ -250,22 +255,29 @@ class NpuActor:
             return self._device
         if self._closed:
             raise anyio.ClosedResourceError("this actor's device was closed")
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            if self._device is None:
-                if self._closed:
-                    raise anyio.ClosedResourceError("this actor's device was closed")
-                stack = contextlib.AsyncExitStack()
-                device = await stack.enter_async_context(
-                    open_device(self._logical_id(), backend=self._backend, options=self._options)
-                )
-                if self._closed_meanwhile():  # close() came while it opened: it waits for this
-                    await stack.aclose()
-                    raise anyio.ClosedResourceError("this actor's device was closed")
-                self._exit_stack, self._device = stack, device
-                self._loop = asyncio.get_running_loop()
-        return self._device
+        while (busy := self._opening.take()) is not None:  # another first call opens it
+            await busy.wait()
+        try:
+            return await self._open_device()
+        finally:
+            self._opening.end()
+
+    async def _open_device(self) -> Device[Any]:
+        """Open the device unless a call before did; the caller holds the ``_opening`` turn."""
+        if self._closed:
+            raise anyio.ClosedResourceError("this actor's device was closed")
+        if self._device is not None:
+            return self._device
+        stack = contextlib.AsyncExitStack()
+        device = await stack.enter_async_context(
+            open_device(self._logical_id(), backend=self._backend, options=self._options)
+        )
+        if self._closed_meanwhile():  # close() came while it opened: it waits for this
+            await stack.aclose()
+            raise anyio.ClosedResourceError("this actor's device was closed")
+        self._exit_stack, self._device = stack, device
+        self._loop = asyncio.get_running_loop()
+        return device
 
     def _closed_meanwhile(self) -> bool:
         """Whether :meth:`close` was called (read afresh, after an await)."""
@@ -321,16 +333,16 @@ class NpuActor:
 
         Idempotent. Errors still unreported by the device are raised here. Runs to
         completion even when cancelled, as ``Device.aclose`` does. A first
-        :meth:`device` still opening is waited for (it then closes what it opened and
-        raises ``anyio.ClosedResourceError``).
+        :meth:`device` still opening, on any of the actor's event loops, is waited for
+        (it then closes what it opened and raises ``anyio.ClosedResourceError``).
         """
         self._closed = True
-        if self._opening is not None and self._opening.locked():
-            with anyio.CancelScope(shield=True):  # an open under way closes what it made
-                async with self._opening:
-                    pass
+        with anyio.CancelScope(shield=True):  # an open under way closes what it made
+            while (busy := self._opening.take()) is not None:
+                await busy.wait()
         stack, self._exit_stack = self._exit_stack, None
         self._device = None
+        self._opening.end()
         if stack is not None:
             await stack.aclose()
         else:
@@ -384,6 +396,11 @@ class ActorLostError(AclasyncError, RuntimeError):
     """
 
 
+#: ``ActorUnavailableError`` spells (restarts) in a row, with no result in between,
+#: after which :func:`dispatch` takes an actor for dead.
+_UNAVAILABLE_LIMIT = 3
+
+
 def dispatch(
     actors: Sequence[Any],
     method: str,
@@ -398,85 +415,140 @@ def dispatch(
     from *items* only as slots free up). Results are yielded as they finish, in any
     order. An actor that dies (``ray.exceptions.RayActorError``) is dropped, its
     position appended to *lost* if given, and its unfinished items are sent to the
-    others. Any other exception from an item is raised at once; the items still in
-    flight are cancelled.
+    others. An actor Ray is restarting (``ActorUnavailableError``, under
+    ``max_restarts``) is kept: its unfinished items are sent again, to it or the others
+    (Ray cannot say whether they ran, so they may run twice); one found unavailable in
+    three restarts in a row, with no result in between, is dropped as dead. Any other
+    exception from an item is raised at once; the items still in flight are cancelled,
+    as they are when the iteration is closed early.
 
     Blocks the calling thread in ``ray.wait``; run it in a thread from async code.
+    The arguments are checked at the call, before any item is read.
 
     Raises
     ------
     ActorLostError
-        If every actor died with items left.
+        If every actor died with items left; its cause is the last actor's
+        ``RayActorError``, which says why (an ``__init__`` that raised, a killed process).
+    TypeError
+        If *actors* is not a sequence, *method* not a str, *items* not iterable,
+        *in_flight* not an int or *lost* not a list.
     ValueError
         If *actors* is empty or *in_flight* is below 1.
     """
+    if not isinstance(actors, Sequence) or isinstance(actors, str):
+        raise TypeError(f"actors must be a sequence of actor handles, got {type(actors).__name__}")
     if not actors:
         raise ValueError("dispatch() needs at least one actor")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a method name (str), got {type(method).__name__}")
+    if isinstance(in_flight, bool) or not isinstance(in_flight, int):
+        raise TypeError(f"in_flight must be an int, got {type(in_flight).__name__}")
     if in_flight < 1:
         raise ValueError(f"in_flight must be >= 1, got {in_flight}")
-    source = iter(enumerate(items))
-    taken = 0
+    if lost is not None and not isinstance(lost, list):
+        raise TypeError(f"lost must be a list or None, got {type(lost).__name__}")
+    try:
+        source = iter(items)
+    except TypeError:
+        raise TypeError(f"items must be iterable, got {type(items).__name__}") from None
+    return _dispatch(_Feed(actors, method, items, source, in_flight, lost))
 
-    def read() -> int:
-        return taken
 
-    retry: deque[tuple[int, Any]] = deque()
-    alive = set(range(len(actors)))
-    load = dict.fromkeys(alive, 0)
-    pending: dict[Any, tuple[int, int, Any]] = {}  # ref -> (actor, index, item)
-    exhausted = False
+class _Feed:
+    """What :func:`dispatch` tracks: the items to send, and what each actor holds."""
 
-    def next_item() -> tuple[int, Any] | None:
-        nonlocal exhausted
-        if retry:
-            return retry.popleft()
-        if exhausted:
+    def __init__(
+        self,
+        actors: Sequence[Any],
+        method: str,
+        items: Iterable[Any],
+        source: Iterator[Any],
+        in_flight: int,
+        lost: list[int] | None,
+    ) -> None:
+        self.actors, self.method, self.in_flight, self.lost = actors, method, in_flight, lost
+        self.items = items  # (for its length, in ActorLostError's message)
+        self.source = enumerate(source)
+        self.read = 0
+        self.exhausted = False
+        self.retry: deque[tuple[int, Any]] = deque()
+        self.alive = set(range(len(actors)))
+        self.load = dict.fromkeys(self.alive, 0)
+        #: Per actor: the unavailable spells seen, and those in a row with no result.
+        self.spells = dict.fromkeys(self.alive, 0)
+        self.strikes = dict.fromkeys(self.alive, 0)
+        #: ref -> (actor, its spells when sent, index, item)
+        self.pending: dict[Any, tuple[int, int, int, Any]] = {}
+
+    def next_item(self) -> tuple[int, Any] | None:
+        if self.retry:
+            return self.retry.popleft()
+        if self.exhausted:
             return None
-        nonlocal taken
         try:
-            work = next(source)
+            work: tuple[int, Any] = next(self.source)
         except StopIteration:
-            exhausted = True
+            self.exhausted = True
             return None
-        taken += 1
+        self.read += 1
         return work
 
-    def submit() -> None:
-        for actor in sorted(alive, key=load.__getitem__):
-            while load[actor] < in_flight:
-                work = next_item()
+    def submit(self) -> None:
+        """Fill every live actor's free slots, the least loaded first."""
+        for actor in sorted(self.alive, key=self.load.__getitem__):
+            while self.load[actor] < self.in_flight:
+                work = self.next_item()
                 if work is None:
                     return
                 index, item = work
-                ref = getattr(actors[actor], method).remote(item)
-                pending[ref] = (actor, index, item)
-                load[actor] += 1
+                ref = getattr(self.actors[actor], self.method).remote(item)
+                self.pending[ref] = (actor, self.spells[actor], index, item)
+                self.load[actor] += 1
 
+    def failed(
+        self, actor: int, spells: int, work: tuple[int, Any], error: ray.exceptions.RayActorError
+    ) -> None:
+        """Queue *work* again; drop the actor if it died or keeps being unavailable.
+
+        Raises ``ActorLostError`` (from *error*) if no actor is left.
+        """
+        self.retry.append(work)
+        if actor not in self.alive:  # the dead actor's other items come back here too
+            return
+        if isinstance(error, ray.exceptions.ActorUnavailableError):
+            if spells < self.spells[actor]:
+                return  # sent before the spell already counted: the same restart
+            self.spells[actor] += 1
+            self.strikes[actor] += 1
+            if self.strikes[actor] < _UNAVAILABLE_LIMIT:
+                return
+        self.alive.discard(actor)
+        if self.lost is not None:
+            self.lost.append(actor)
+        if not self.alive:
+            unfinished = len(self.retry) + len(self.pending)
+            message = _lost_message(len(self.actors), unfinished, self.read, self.items)
+            raise ActorLostError(message) from error
+
+
+def _dispatch(feed: _Feed) -> Iterator[Completed]:
+    """:func:`dispatch`'s loop, over its checked arguments."""
     try:
-        submit()
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+        feed.submit()
+        while feed.pending:
+            ready, _ = ray.wait(list(feed.pending), num_returns=1)
             ref = ready[0]
-            actor, index, item = pending.pop(ref)
-            load[actor] -= 1
+            actor, spells, index, item = feed.pending.pop(ref)
+            feed.load[actor] -= 1
             try:
                 value = ray.get(ref)
-            except ray.exceptions.RayActorError:
-                if actor in alive:
-                    alive.discard(actor)
-                    if lost is not None:
-                        lost.append(actor)
-                retry.append((index, item))
-                # The dead actor's other items fail the same way; they come back
-                # through this branch and are queued again.
-                if not alive:
-                    raise ActorLostError(
-                        _lost_message(len(actors), len(retry) + len(pending), read(), items)
-                    ) from None
-                submit()
-                continue
-            yield Completed(index, actor, value)
-            submit()
+            except ray.exceptions.RayActorError as error:
+                feed.failed(actor, spells, (index, item), error)
+            else:
+                feed.strikes[actor] = 0
+                yield Completed(index, actor, value)
+            feed.submit()
     finally:
-        for ref in pending:
+        for ref in feed.pending:
             ray.cancel(ref)

@@ -21,6 +21,7 @@ Across hosts: start Ray with the NPUs each host has, then point the driver at it
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections import Counter
@@ -93,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("sim", "native"), default="sim")
     parser.add_argument("--address", default=None, help="an existing Ray cluster ('auto')")
     args = parser.parse_args(argv)
+    for name in ("actors", "items", "in_flight"):  # checked before Ray starts
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if not (math.isfinite(args.kernel_ms) and args.kernel_ms >= 0):
+        parser.error(f"--kernel-ms must be finite and >= 0, got {args.kernel_ms}")
     if args.backend == "native":
         parser.error("this example's kernel body runs on the simulator; use --backend sim")
     if args.address is None:

@@ -394,6 +394,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.replicas < 1 or args.requests < 1 or args.concurrency < 1 or args.model_ms < 0:
         parser.error("--replicas, --requests and --concurrency must be >= 1, --model-ms >= 0")
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0 (any free port) to 65535, got {args.port}")
+    if args.port and (why := cannot_listen(args.port)):  # one line, before Ray starts
+        parser.exit(1, f"{parser.prog}: cannot listen on 127.0.0.1:{args.port}: {why}\n")
     use_simulated_npus()
     port = args.port or free_port()
     with tempfile.TemporaryDirectory() as model_dir:
@@ -445,6 +449,17 @@ def forget_session(session: Path) -> None:
     latest = session.with_name("session_latest")
     if latest.is_symlink() and Path(os.readlink(latest)) == session:
         latest.unlink(missing_ok=True)
+
+
+def cannot_listen(port: int) -> str | None:
+    """Why Serve could not listen on 127.0.0.1:*port* now (in use, say), or None."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Serve's proxy does
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
 
 def free_port() -> int:

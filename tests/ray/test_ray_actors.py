@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pickle
+import traceback
+from pathlib import Path
 
 import pytest
 import ray
 import ray.exceptions
-from ray_support import Squarer
+from ray_support import CrashOnce, Squarer, TwoLoops
 
 import aclasync
 from aclasync.ray import ActorInfo, ActorLostError, Completed, dispatch, visible_devices
@@ -109,6 +111,43 @@ def test_actor_lost_error_counts_read_and_unread_items() -> None:
     message = str(generated.value)
     assert "2 item(s) read and unfinished" in message, message
     assert "the rest of the items were never read" in message, message
+
+
+def test_actor_lost_error_is_caused_by_what_killed_the_last_actor() -> None:
+    actors = [Squarer.remote(device_id=-1, backend="sim") for _ in range(2)]  # __init__ raises
+    with pytest.raises(ActorLostError, match="all 2 actors died") as caught:
+        list(dispatch(actors, "square", [[1.0], [2.0], [3.0]]))
+    cause = caught.value.__cause__
+    assert isinstance(cause, ray.exceptions.RayActorError), repr(cause)
+    assert "device_id must be an int >= 0" in str(cause)
+    assert "device_id must be an int >= 0" in "".join(traceback.format_exception(caught.value))
+    for actor in actors:
+        ray.kill(actor)
+
+
+def test_dispatch_keeps_an_actor_that_ray_restarts_and_loses_no_item(tmp_path: Path) -> None:
+    actor = CrashOnce.remote(str(tmp_path / "crashed"), backend="sim")
+    first_pid = ray.get(actor.work.remote(0))[1]
+    lost: list[int] = []
+    done = list(dispatch([actor], "work", ["crash", 1, 2, 3], in_flight=1, lost=lost))
+    assert (tmp_path / "crashed").exists()  # it did crash, and Ray restarted it
+    assert lost == []
+    assert sorted(str(d.value[0]) for d in done) == ["1", "2", "3", "crash"]
+    assert {d.actor for d in done} == {0}
+    assert first_pid not in {d.value[1] for d in done}
+    ray.kill(actor)
+
+
+def test_first_device_calls_from_two_concurrency_groups_both_return() -> None:
+    actor = TwoLoops.remote(backend="sim")
+    first, second = actor.open.remote(), actor.open_meanwhile.remote()
+    try:
+        threads = ray.get([first, second], timeout=30)
+    except ray.exceptions.GetTimeoutError:
+        pytest.fail("device() on the control group's loop never returned")
+    finally:
+        ray.kill(actor)
+    assert threads[0] != threads[1]  # two loops, in two threads
 
 
 def test_a_gracefully_exiting_actor_closes_its_device() -> None:

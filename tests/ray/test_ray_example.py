@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,62 @@ def test_the_serve_example_answers_every_request_and_leaves_nothing() -> None:
         assert list((root / "ray").glob("session_*")) == []
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def ray_root() -> Iterator[Path]:
+    """A Ray root for an example's run (short: Ray's socket paths live below it)."""
+    root = Path(tempfile.mkdtemp(prefix="aclray"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run_refused(command: list[str], root: Path) -> subprocess.CompletedProcess[str]:
+    """Run an example that must refuse its options, with *root* as its Ray root."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_TMPDIR": str(root)}
+    return subprocess.run(
+        [sys.executable, *command], capture_output=True, text=True, env=env, timeout=90
+    )
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["--actors", "0"], "--actors must be >= 1, got 0"),
+        (["--in-flight", "0"], "--in-flight must be >= 1, got 0"),
+        (["--items", "-3"], "--items must be >= 1, got -3"),
+        (["--kernel-ms", "-1"], "--kernel-ms must be finite and >= 0, got -1.0"),
+        (["--kernel-ms", "nan"], "--kernel-ms must be finite and >= 0, got nan"),
+    ],
+)
+def test_the_ray_pipeline_example_refuses_bad_options_before_ray_starts(
+    ray_root: Path, option: list[str], says: str
+) -> None:
+    done = _run_refused([str(EXAMPLE), "--items", "5", *option], ray_root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1] == f"ray_pipeline.py: error: {says}", done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    assert not (ray_root / "ray").exists()  # Ray never started
+
+
+@pytest.mark.timeout(120)
+def test_the_serve_example_says_in_one_line_that_its_port_is_taken(ray_root: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [str(SERVE_EXAMPLE), "--requests", "5", "--port", str(port)]
+        done = _run_refused(command, ray_root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = f"ray_serve_app.py: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert done.stderr.splitlines()[-1] == said, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    assert not (ray_root / "ray").exists()  # Ray never started
+    done = _run_refused([str(SERVE_EXAMPLE), "--port", "70000"], ray_root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--port must be 0 (any free port) to 65535, got 70000" in done.stderr
