@@ -105,11 +105,8 @@ class CallGroup:
         """Wait for all of *device*'s work, destroy its resources and stop its engine."""
         core = self._core
         with core.lock:
-            engine = device.engine
             for notify in device.notifies.values():  # never-recorded waits must not hang
-                gate, notify.gate = notify.gate, None
-                if gate is not None and engine is not None:
-                    engine.complete_locked(gate)
+                notify.release_waits()
         while True:
             wait_for_tasks(core, device.pending_tails(), None)
             with core.lock:

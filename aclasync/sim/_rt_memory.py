@@ -108,7 +108,7 @@ class MemoryCalls(CallGroup):
         plan, ret = self._plan_fill(dev_ptr, count)
         if plan is None:
             return ret
-        target, seconds = plan
+        target, seconds, _ = plan
         _fill(target, value)
         if seconds > 0:
             time.sleep(seconds)
@@ -131,13 +131,16 @@ class MemoryCalls(CallGroup):
         plan, ret = self._plan_fill(dev_ptr, count)
         if plan is None:
             return ret
-        target, seconds = plan
+        target, seconds, pinned = plan
         pending = [target]  # emptied when it runs: a finished task keeps no memory alive
 
         def write(_: Task) -> None:
             _fill(pending.pop(), value)
 
-        return self._queue(found, Task(found, "memset", duration=seconds, action=write), wait=False)
+        # As a copy from pageable memory: done before the call returns (the caller may
+        # free or reuse the memory at once).
+        task = Task(found, "memset", duration=seconds, action=write)
+        return self._queue(found, task, wait=not pinned)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -172,21 +175,23 @@ class MemoryCalls(CallGroup):
         seconds = count / (gbps * 1e9) if gbps else 0.0
         return (target, source, seconds, dst_pinned and src_pinned), RC.OK
 
-    def _plan_fill(self, address: int, count: int) -> tuple[tuple[memoryview, float] | None, int]:
+    def _plan_fill(
+        self, address: int, count: int
+    ) -> tuple[tuple[memoryview, float, bool] | None, int]:
         """Resolve a fill of *count* > 0 bytes at a non-null *address* (the arguments are
-        checked): (target view, seconds) or a code.
+        checked): (target view, seconds, pinned) or a code.
 
         A fill of device memory lasts ``count / d2d_gbps`` (the device writes its own
         memory), one of host memory ``count / h2d_gbps`` (written across the bus).
         """
         if self._core.context is None:
             return None, RC.CONTEXT_NULL
-        target, device, _ = self._core.resolve(address, count, write=True)
+        target, device, pinned = self._core.resolve(address, count, write=True)
         if target is None:
             return None, RC.PARAM_INVALID
         profile = self._core.profile
         gbps = profile.d2d_gbps if device is not None else profile.h2d_gbps
-        return (target, count / (gbps * 1e9)), RC.OK
+        return (target, count / (gbps * 1e9), pinned), RC.OK
 
 
 def _copy_arguments(
@@ -219,12 +224,13 @@ def _fill(target: memoryview, value: int) -> None:
 
 
 def allocate_device_memory(core: Core, size: int) -> tuple[int, int]:
-    """Allocate *size* bytes on the current context's device: ``(dev_ptr, ret)``."""
+    """Allocate *size* bytes on the current context's device: ``(dev_ptr, ret)``; a size
+    of 0 is 100000 before the context is looked at (``aclMallocMemInner``)."""
+    if size <= 0:
+        return 0, RC.INVALID_PARAM
     ctx = core.context
     if ctx is None:
         return 0, RC.CONTEXT_NULL
-    if size <= 0:
-        return 0, RC.INVALID_PARAM
     with core.lock:
         address = ctx.device.memory.allocate(size)
     if address is None:

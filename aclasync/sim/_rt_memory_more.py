@@ -46,11 +46,11 @@ class MoreMemoryCalls(CallGroup):
     # -- allocation variants ------------------------------------------------------------
 
     def _malloc(self, size: int, *, pad: bool = True) -> tuple[int, int]:
+        if size <= 0:  # before the context, as allocate_device_memory
+            return 0, RC.INVALID_PARAM
         ctx = self._core.context
         if ctx is None:
             return 0, RC.CONTEXT_NULL
-        if size <= 0:
-            return 0, RC.INVALID_PARAM
         with self._core.lock:
             address = ctx.device.memory.allocate(size, pad=pad)
         return (0, RC.MEMORY_ALLOCATION) if address is None else (address, RC.OK)
@@ -98,13 +98,21 @@ class MoreMemoryCalls(CallGroup):
 
     @parsed("acl.rt.mem_flush")
     def mem_flush(self, dev_ptr: int, size: int, /) -> int:
-        """Write back the cache of a ``malloc_cached`` range (nothing to do; range checked)."""
+        """Write back the cache of a ``malloc_cached`` range (nothing to do; range checked).
+
+        A null pointer or a zero size is 100000 (``aclrtMemFlushImpl``), before the
+        context is looked at."""
+        if dev_ptr == 0 or size <= 0:
+            return RC.INVALID_PARAM
         if self._core.context is None:
             return RC.CONTEXT_NULL
         return self._device_range(dev_ptr, size)
 
     @parsed("acl.rt.mem_invalidate")
     def mem_invalidate(self, dev_ptr: int, size: int, /) -> int:
+        """As ``mem_flush`` (``aclrtMemInvalidateImpl``'s checks are the same)."""
+        if dev_ptr == 0 or size <= 0:
+            return RC.INVALID_PARAM
         if self._core.context is None:
             return RC.CONTEXT_NULL
         return self._device_range(dev_ptr, size)
@@ -166,21 +174,23 @@ class MoreMemoryCalls(CallGroup):
 
     def _plan_2d(
         self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int
-    ) -> tuple[list[tuple[memoryview, memoryview]] | None, int]:
+    ) -> tuple[list[tuple[memoryview, memoryview]] | None, int, bool]:
+        """The row pairs of a 2-D copy, or None and a code; and whether both sides are
+        pinned (device or ``malloc_host`` memory)."""
         dst_span = (height - 1) * dpitch + width
         src_span = (height - 1) * spitch + width
-        target, dst_dev, _ = self._core.resolve(dst, dst_span, write=True)
-        source, src_dev, _ = self._core.resolve(src, src_span, write=False)
+        target, dst_dev, dst_pinned = self._core.resolve(dst, dst_span, write=True)
+        source, src_dev, src_pinned = self._core.resolve(src, src_span, write=False)
         if target is None or source is None:
-            return None, RC.PARAM_INVALID
+            return None, RC.PARAM_INVALID, False
         cross = dst_dev is not None and src_dev is not None and dst_dev != src_dev
         if cross and not self._core.peer_linked(dst_dev, src_dev):  # type: ignore[arg-type]
-            return None, RC.PARAM_INVALID
+            return None, RC.PARAM_INVALID, False
         rows = [
             (target[r * dpitch : r * dpitch + width], source[r * spitch : r * spitch + width])
             for r in range(height)
         ]
-        return rows, RC.OK
+        return rows, RC.OK, dst_pinned and src_pinned
 
     @parsed("acl.rt.memcpy2d")
     def memcpy2d(
@@ -197,12 +207,14 @@ class MoreMemoryCalls(CallGroup):
         ret = _arguments_2d(dst, dpitch, src, spitch, width, height, kind)
         if ret is not None:
             return ret
+        if height > _MAX_HEIGHT_2D or width > _MAX_WIDTH_2D:  # MemCopy2DCheckParam
+            return RC.PARAM_INVALID
         ret = self._kind_2d(dst, src, kind, synchronous=True)
         if ret:
             return ret
         if self._core.context is None:
             return RC.CONTEXT_NULL
-        rows, ret = self._plan_2d(dst, dpitch, src, spitch, width, height)
+        rows, ret, _ = self._plan_2d(dst, dpitch, src, spitch, width, height)
         if rows is None:
             return ret
         for target, source in rows:
@@ -222,7 +234,8 @@ class MoreMemoryCalls(CallGroup):
         stream: int,
         /,
     ) -> int:
-        """Queue a 2-D copy on *stream*; the rows are copied when the task runs.
+        """Queue a 2-D copy on *stream*; the rows are copied when the task runs (with a
+        side in pageable host memory, before the call returns, as CANN documents).
 
         The arguments are checked as ``memcpy2d``'s, before the stream; the kind, fitted
         to the pointers, may also be D2D.
@@ -230,6 +243,8 @@ class MoreMemoryCalls(CallGroup):
         ret = _arguments_2d(dst, dpitch, src, spitch, width, height, kind)
         if ret is not None:
             return ret
+        if height > _MAX_HEIGHT_2D or width > _MAX_WIDTH_2D:  # MemCopy2DCheckParam
+            return RC.PARAM_INVALID
         ctx, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
@@ -238,15 +253,20 @@ class MoreMemoryCalls(CallGroup):
             return ret
         if found.context is not ctx:
             return RC.STREAM_CONTEXT
-        rows, ret = self._plan_2d(dst, dpitch, src, spitch, width, height)
+        rows, ret, pinned = self._plan_2d(dst, dpitch, src, spitch, width, height)
         if rows is None:
             return ret
+        pending = [rows]  # emptied when it runs: a finished task keeps no memory alive
 
         def copy(_: Task) -> None:
-            for target, source in rows:
+            for target, source in pending.pop():
                 target[:] = source
 
-        return self._submit(found, Task(found, "memcpy2d", action=copy))
+        task = Task(found, "memcpy2d", action=copy)
+        ret = self._submit(found, task)
+        if ret == RC.OK and not pinned:  # pageable memory: done before the call returns,
+            wait_for_tasks(self._core, [task], None)  # as aclrtMemcpy2dAsync documents
+        return ret
 
     # -- attributes -------------------------------------------------------------------
 
@@ -337,6 +357,12 @@ class MoreMemoryCalls(CallGroup):
             if core.host_registrations.pop(ptr, None) is not None and device.active:
                 device.memory.unmap_host(entry[1])
         return RC.OK
+
+
+#: The runtime's bounds of a 2-D copy (``RT_MAX_MEMCPY2D_HEIGHT`` / ``_WIDTH``): 107000
+#: beyond them.
+_MAX_HEIGHT_2D = 5 * 1024 * 1024
+_MAX_WIDTH_2D = 5_000_000
 
 
 def _arguments_2d(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from ._args import parsed
@@ -20,16 +21,25 @@ _MAX_TIMEOUT = 2**32
 class SimNotify:
     """A notify: set by ``record_notify`` tasks, consumed by ``wait_and_reset_notify``."""
 
-    __slots__ = ("alive", "device", "gate", "handle", "number", "signalled")
+    __slots__ = ("alive", "device", "gates", "handle", "number", "signalled")
 
     def __init__(self, handle: int, device: SimDevice, number: int) -> None:
         self.handle = handle
         self.device = device
         self.number = number
         self.signalled = False
-        #: The unfinished placeholder task that queued waits depend on, if any.
-        self.gate: Task | None = None
+        #: One unfinished placeholder task per queued wait, oldest first: a record
+        #: releases one wait (and resets the notify), as ``aclrtWaitAndResetNotify``.
+        self.gates: deque[Task] = deque()
         self.alive = True
+
+    def release_waits(self) -> None:
+        """End every queued wait (the notify is going away: none may hang); lock held."""
+        gates, self.gates = self.gates, deque()
+        engine = self.device.engine
+        if engine is not None:
+            for gate in gates:
+                engine.complete_locked(gate)
 
 
 class NotifyCalls(CallGroup):
@@ -69,10 +79,7 @@ class NotifyCalls(CallGroup):
             found.alive = False
             found.device.notifies.pop(notify, None)
             core.objects.pop(notify, None)
-            gate, found.gate = found.gate, None
-            engine = found.device.engine
-            if gate is not None and engine is not None:
-                engine.complete_locked(gate)  # waits on a destroyed notify end
+            found.release_waits()  # waits on a destroyed notify end
         return RC.OK
 
     def _stream_for(
@@ -94,16 +101,16 @@ class NotifyCalls(CallGroup):
 
     @parsed("acl.rt.record_notify")
     def record_notify(self, notify: int, stream: int, /) -> int:
-        """Queue a task that sets the notify, releasing the waits queued before it."""
+        """Queue a task that sets the notify: it releases the oldest wait queued before
+        it (which resets it), or stays set for the next wait."""
         target, found, ret = self._stream_for(notify, stream)
         if target is None or found is None:
             return ret
         engine = found.device.engine
 
         def signal(_: Task) -> None:
-            gate, target.gate = target.gate, None
-            if gate is not None and engine is not None:
-                engine.complete_locked(gate)
+            if target.gates and engine is not None:
+                engine.complete_locked(target.gates.popleft())
             else:
                 target.signalled = True
 
@@ -128,9 +135,8 @@ class NotifyCalls(CallGroup):
                 target.signalled = False
                 dep = None
             else:
-                if target.gate is None:
-                    target.gate = Task(found, "notify_gate")
-                dep = target.gate
+                dep = Task(found, "notify_gate")
+                target.gates.append(dep)
         return self._submit(found, Task(found, "wait_notify", dep=dep))
 
     @parsed("acl.rt.get_notify_id")

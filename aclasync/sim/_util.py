@@ -12,6 +12,7 @@ import ctypes
 import logging
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ else:
 __all__ = ["Util"]
 
 _ESRCH = 3  # what pthread_join returns for a thread it does not know
+_EDEADLK = 35  # ... and for a thread joining itself
 _log = logging.getLogger("aclasync.sim")
 
 
@@ -38,7 +40,9 @@ class Util(_UtilSurface):
     def __init__(self, core: Core) -> None:
         self._core = core
         self._lock = threading.Lock()
-        self._threads: dict[int, threading.Thread] = {}
+        #: Thread id -> (thread, its leave to exit): a finished thread waits to be joined,
+        #: as a joinable pthread's id is not given out again before that.
+        self._threads: dict[int, tuple[threading.Thread, threading.Event]] = {}
         self._errors: dict[int, list[str]] = {}
         self._dtypes: dict[int, np.dtype[Any]] = {}
 
@@ -60,9 +64,19 @@ class Util(_UtilSurface):
 
     @parsed("acl.util.numpy_to_ptr")
     def numpy_to_ptr(self, array: np.ndarray[Any, Any], /) -> int:
-        """Return the address of *array*'s data (its first element; no copy, not kept alive)."""
+        """Return the address of *array*'s data (its first element; no copy, not kept alive).
+
+        A non-contiguous array warns, as pyACL does (a copy from that address would not
+        read the array's elements).
+        """
         if not isinstance(array, np.ndarray):
             raise ValueError("needs an ndarray as argument")
+        if not array.flags["C_CONTIGUOUS"]:
+            warnings.warn(
+                "The input ndarray is discontiguous. Please use acl.util.bytes_to_ptr instead.",
+                Warning,
+                stacklevel=2,
+            )
         return int(array.__array_interface__["data"][0])
 
     @parsed("acl.util.numpy_contiguous_to_ptr")
@@ -107,13 +121,14 @@ class Util(_UtilSurface):
         """
         if not callable(fn):
             raise TypeError("parameter must be callable")
+        joined = threading.Event()
         thread = threading.Thread(
-            target=self._run, args=(fn, fn_args), name="aclasync-sim-util", daemon=True
+            target=self._run, args=(fn, fn_args, joined), name="aclasync-sim-util", daemon=True
         )
         with self._lock:
             thread.start()
             assert thread.ident is not None
-            self._threads[thread.ident] = thread
+            self._threads[thread.ident] = (thread, joined)
         return thread.ident, 0
 
     @parsed("acl.util.stop_thread")
@@ -121,12 +136,17 @@ class Util(_UtilSurface):
         """Join a thread from ``start_thread`` (it stops nothing: its function must return).
 
         Blocks until then. Returns ``pthread_join``'s result (``ESRCH``, 3, for an unknown
-        or already joined thread); raises ``RuntimeError`` if the thread's function raised.
+        or already joined thread, ``EDEADLK``, 35, for the calling thread itself); raises
+        ``RuntimeError`` if the thread's function raised.
         """
+        if thread_id == threading.get_ident():
+            return _EDEADLK
         with self._lock:
-            thread = self._threads.pop(thread_id, None)
-        if thread is None:
+            entry = self._threads.pop(thread_id, None)
+        if entry is None:
             return _ESRCH
+        thread, joined = entry
+        joined.set()
         thread.join()
         with self._lock:
             errors = self._errors.pop(thread_id, [])
@@ -140,7 +160,13 @@ class Util(_UtilSurface):
         with self._lock:
             return len(self._threads)
 
-    def _run(self, fn: Callable[..., Any], fn_args: Any) -> None:
+    def _run(self, fn: Callable[..., Any], fn_args: Any, joined: threading.Event) -> None:
+        try:
+            self._call(fn, fn_args)
+        finally:
+            joined.wait()  # keeps the thread, and its id, until stop_thread
+
+    def _call(self, fn: Callable[..., Any], fn_args: Any) -> None:
         try:
             if fn_args is None:
                 fn()

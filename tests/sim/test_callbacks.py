@@ -288,3 +288,23 @@ def test_stop_thread_joins(dev0):
     assert dev0.util.stop_thread(tid) == 0
     assert finished.is_set(), "stop_thread returns only after the function returned"
     assert dev0.util.stop_thread(tid) == errno.ESRCH, "a joined thread cannot be joined again"
+
+
+def test_a_util_thread_keeps_its_id_until_it_is_joined(rt):
+    # pyACL's threads are joinable pthreads: an id is not given out again before its
+    # thread is joined. Here a finished, unjoined thread's id went to the next thread,
+    # and stop_thread of the first then joined the second (and waited for it).
+    first_done = threading.Event()
+    second_may_end = threading.Event()
+    first, ret = rt.util.start_thread(lambda: first_done.set(), None)
+    assert ret == 0
+    assert first_done.wait(10)
+    second, ret = rt.util.start_thread(lambda: second_may_end.wait(10), None)
+    assert ret == 0
+    assert first != second
+    assert rt.sim.live_objects()["util_threads"] == 2
+    assert rt.util.stop_thread(first) == 0  # at once: the second still runs
+    assert not second_may_end.is_set()
+    second_may_end.set()
+    assert rt.util.stop_thread(second) == 0
+    assert rt.util.stop_thread(second) == 3  # ESRCH: joined already

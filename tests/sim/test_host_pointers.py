@@ -242,3 +242,11 @@ def test_pointer_conversions_leave_no_last_error(dev0):
     dev0.util.numpy_contiguous_to_ptr(np.zeros((4, 4))[:, 1])
     assert rt.peek_at_last_error(0) == 0
     assert dev0.get_recent_err_msg() is None
+
+
+def test_numpy_to_ptr_warns_of_a_discontiguous_array(dev0):
+    # pyACL warns (numpy_convert.cpp): a copy from that address would not read the
+    # array's elements.
+    array = np.arange(16, dtype=np.uint8)[::2]
+    with pytest.warns(Warning, match="discontiguous"):
+        assert dev0.util.numpy_to_ptr(array) == array.ctypes.data

@@ -492,3 +492,11 @@ def test_a_runtime_has_at_most_canns_64_devices_and_copies_work_on_each(check):
             check(rt.rt.reset_device(device))
     finally:
         rt.sim.close()
+
+
+def test_a_zero_size_is_refused_before_the_context(rt, check):
+    # aclMallocMemInner / aclrtMallocCachedImpl check the size first (100000), then the
+    # context (107002).
+    for malloc in (rt.rt.malloc, rt.rt.malloc_cached):
+        check(malloc(0, 0), INVALID, malloc.__name__)
+        check(malloc(64, 0), NO_CONTEXT, malloc.__name__)

@@ -274,6 +274,73 @@ def test_memcpy2d_checks_come_before_the_context(rt, check):
     check(rt.rt.memcpy2d_async(dst, 16, src, 16, 8, 2, H2D, 0), NO_CONTEXT, "async")
 
 
+def test_memcpy2d_async_from_pageable_memory_is_done_when_it_returns(dev0, check):
+    # aclrtMemcpy2dAsync: with memory that is not page-locked the call returns only once
+    # the copy is done. Queued behind held work it copied later, so reusing the buffer
+    # changed what arrived, and freeing it crashed the interpreter.
+    kernel, release = gate_kernel()
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(kernel, stream))
+    dev = check(dev0.rt.malloc(64, 0))
+    source = np.full(64, 1, np.uint8)
+    done = threading.Event()
+
+    context = check(dev0.rt.get_context())
+
+    def copy():
+        check(dev0.rt.set_context(context))
+        check(dev0.rt.memcpy2d_async(dev, 16, source.ctypes.data, 16, 16, 4, H2D, stream))
+        done.set()
+
+    copier = threading.Thread(target=copy)
+    copier.start()
+    assert not done.wait(0.2)  # it waits for the held work before it
+    release.set()
+    copier.join(10)
+    assert done.is_set()
+    source[:] = 2  # the caller may reuse its buffer once the call returned
+    check(dev0.rt.synchronize_stream(stream))
+    back = np.zeros(64, np.uint8)
+    check(dev0.rt.memcpy(back.ctypes.data, 64, dev, 64, D2H))
+    assert (back == 1).all()
+
+
+def test_memset_async_on_pageable_memory_is_done_when_it_returns(dev0, check):
+    kernel, release = gate_kernel()
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(kernel, stream))
+    target = np.zeros(64, np.uint8)
+    done = threading.Event()
+
+    context = check(dev0.rt.get_context())
+
+    def fill():
+        check(dev0.rt.set_context(context))
+        check(dev0.rt.memset_async(target.ctypes.data, 64, 7, 64, stream))
+        done.set()
+
+    filler = threading.Thread(target=fill)
+    filler.start()
+    assert not done.wait(0.2)
+    release.set()
+    filler.join(10)
+    assert (target == 7).all()  # done when the call returned, not at a later sync
+
+
+def test_memcpy2d_size_limits_and_flush_sizes(dev0, check):
+    """The runtime's bounds of a 2-D copy (RT_MAX_MEMCPY2D_HEIGHT 5 Mi rows, _WIDTH
+    5,000,000 bytes) are 107000; aclrtMemFlush/Invalidate refuse a zero size (100000)."""
+    dev = check(dev0.rt.malloc(64, 0))
+    page = np.zeros(64, np.uint8).ctypes.data
+    check(dev0.rt.memcpy2d(dev, 16, page, 16, 8, 5 * 1024 * 1024 + 1, H2D), RT_INVALID)
+    check(dev0.rt.memcpy2d(dev, 6_000_000, page, 6_000_000, 5_000_001, 1, H2D), RT_INVALID)
+    check(dev0.rt.memcpy2d_async(dev, 16, page, 16, 8, 5 * 1024 * 1024 + 1, H2D, 0), RT_INVALID)
+    for call in (dev0.rt.mem_flush, dev0.rt.mem_invalidate):
+        check(call(dev, 0), INVALID, call.__name__)
+        check(call(0, 64), INVALID, call.__name__)
+        check(call(dev, 64), what=call.__name__)
+
+
 def test_memset_async_and_cmo(dev0, check):
     stream = check(dev0.rt.create_stream())
     dev = check(dev0.rt.malloc(32, 0))
@@ -530,6 +597,42 @@ def test_notify_orders_two_streams(dev0, check):
     check(dev0.rt.record_notify(notify, waiter), RT_INVALID)
     check(dev0.rt.create_notify(5), RT_INVALID)
     assert dev0.sim.live_objects()["notifies"] == 0
+
+
+def test_one_record_releases_one_wait(dev0, check):
+    # A producer records the notify after each item, a consumer waits for it before
+    # each, both queued ahead: one record let every wait queued before it through (the
+    # consumer ran item 1 while it was still being produced).
+    producer = check(dev0.rt.create_stream())
+    consumer = check(dev0.rt.create_stream())
+    notify = check(dev0.rt.create_notify(0))
+    consumed = []
+    first_consumed = threading.Event()
+    releases = []
+    for item in range(2):
+        kernel, release = gate_kernel()
+        releases.append(release)
+        check(dev0.sim.launch_kernel(kernel, producer))
+        check(dev0.rt.record_notify(notify, producer))
+        check(dev0.rt.wait_and_reset_notify(notify, consumer, 0))
+
+        def consume(item=item):
+            consumed.append(item)
+            first_consumed.set()
+
+        check(dev0.sim.launch_kernel(Kernel(fn=consume), consumer))
+    releases[0].set()  # item 0 produced: one record runs; item 1 is held
+    assert first_consumed.wait(10)
+    # Held by the second wait until item 1's record (a wrong release runs item 1 now).
+    check(
+        dev0.rt.synchronize_stream_with_timeout(consumer, 200),
+        ErrorCode.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+    )
+    assert consumed == [0]
+    releases[1].set()
+    check(dev0.rt.synchronize_stream(consumer))
+    assert consumed == [0, 1]
+    check(dev0.rt.destroy_notify(notify))
 
 
 def test_notify_recorded_first_passes_the_wait(dev0, check):
