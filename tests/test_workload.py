@@ -55,8 +55,10 @@ async def test_memset_work_is_calibrated_on_the_device_and_lasts_about_as_asked(
         assert "calibrated on the device" in describe_line(described)
         async with dev.create_stream() as stream:
             await work.prepare(stream)
-            short = await _device_time_us(dev, work, stream, 2_000)
-            long = await _device_time_us(dev, work, stream, 20_000)
+            # The shortest of three: a load spike on the host lengthens one, never
+            # shortens it (a 2 ms fill once read 15 ms beside other test runs).
+            short = min([await _device_time_us(dev, work, stream, 2_000) for _ in "abc"])
+            long = min([await _device_time_us(dev, work, stream, 20_000) for _ in "abc"])
             await work.aclose()
     # On the simulator a fill is real host work, so its time follows the host's load:
     # wide bounds, and a ratio between two lengths measured in the same run.
