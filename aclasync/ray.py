@@ -48,6 +48,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Any
@@ -396,9 +397,14 @@ class ActorLostError(AclasyncError, RuntimeError):
     """
 
 
-#: ``ActorUnavailableError`` spells (restarts) in a row, with no result in between,
-#: after which :func:`dispatch` takes an actor for dead.
-_UNAVAILABLE_LIMIT = 3
+#: How long :func:`dispatch` lets an actor stay unavailable (``ActorUnavailableError``:
+#: Ray restarts it), with no result, before it takes it for dead (seconds). Restarts
+#: that reopen an NPU or reload a model take seconds.
+_UNAVAILABLE_S = 60.0
+#: The first pause before an unavailable actor is sent work again (then doubled, up
+#: to ``_MAX_PAUSE_S``): calls made while Ray restarts it fail at once.
+_FIRST_PAUSE_S = 0.1
+_MAX_PAUSE_S = 2.0
 
 
 def dispatch(
@@ -416,9 +422,10 @@ def dispatch(
     order. An actor that dies (``ray.exceptions.RayActorError``) is dropped, its
     position appended to *lost* if given, and its unfinished items are sent to the
     others. An actor Ray is restarting (``ActorUnavailableError``, under
-    ``max_restarts``) is kept: its unfinished items are sent again, to it or the others
-    (Ray cannot say whether they ran, so they may run twice); one found unavailable in
-    three restarts in a row, with no result in between, is dropped as dead. Any other
+    ``max_restarts``) is kept: its unfinished items are sent again, to the others or,
+    after a pause (0.1 s, doubling up to 2 s), to it (Ray cannot say whether they ran,
+    so they may run twice); one still unavailable 60 s after it first
+    was, with no result since, is dropped as dead. Any other
     exception from an item is raised at once; the items still in flight are cancelled,
     as they are when the iteration is closed early.
 
@@ -475,11 +482,11 @@ class _Feed:
         self.retry: deque[tuple[int, Any]] = deque()
         self.alive = set(range(len(actors)))
         self.load = dict.fromkeys(self.alive, 0)
-        #: Per actor: the unavailable spells seen, and those in a row with no result.
-        self.spells = dict.fromkeys(self.alive, 0)
-        self.strikes = dict.fromkeys(self.alive, 0)
-        #: ref -> (actor, its spells when sent, index, item)
-        self.pending: dict[Any, tuple[int, int, int, Any]] = {}
+        #: Per actor found unavailable, with no result since: (since when, the pause
+        #: before it is sent work again, until when) in monotonic seconds.
+        self.down: dict[int, tuple[float, float, float]] = {}
+        #: ref -> (actor, index, item)
+        self.pending: dict[Any, tuple[int, int, Any]] = {}
 
     def next_item(self) -> tuple[int, Any] | None:
         if self.retry:
@@ -495,21 +502,37 @@ class _Feed:
         return work
 
     def submit(self) -> None:
-        """Fill every live actor's free slots, the least loaded first."""
-        for actor in sorted(self.alive, key=self.load.__getitem__):
+        """Fill the free slots of every live actor not paused, the least loaded first."""
+        now = time.monotonic()
+        ready = [actor for actor in self.alive if self.down.get(actor, (0, 0, 0))[2] <= now]
+        for actor in sorted(ready, key=self.load.__getitem__):
             while self.load[actor] < self.in_flight:
                 work = self.next_item()
                 if work is None:
                     return
                 index, item = work
                 ref = getattr(self.actors[actor], self.method).remote(item)
-                self.pending[ref] = (actor, self.spells[actor], index, item)
+                self.pending[ref] = (actor, index, item)
                 self.load[actor] += 1
 
+    def pause_left(self) -> float | None:
+        """Seconds until a paused actor may be sent work again, if work may be left
+        for it (None: no actor is paused)."""
+        if self.exhausted and not self.retry:
+            return None
+        now = time.monotonic()
+        until = [self.down[a][2] for a in self.alive if a in self.down and self.down[a][2] > now]
+        return max(0.0, min(until) - now) if until else None
+
+    def answered(self, actor: int) -> None:
+        """*actor* gave a result: it is up."""
+        self.down.pop(actor, None)
+
     def failed(
-        self, actor: int, spells: int, work: tuple[int, Any], error: ray.exceptions.RayActorError
+        self, actor: int, work: tuple[int, Any], error: ray.exceptions.RayActorError
     ) -> None:
-        """Queue *work* again; drop the actor if it died or keeps being unavailable.
+        """Queue *work* again; pause an unavailable actor, drop a dead one (or one
+        unavailable for ``_UNAVAILABLE_S``).
 
         Raises ``ActorLostError`` (from *error*) if no actor is left.
         """
@@ -517,12 +540,14 @@ class _Feed:
         if actor not in self.alive:  # the dead actor's other items come back here too
             return
         if isinstance(error, ray.exceptions.ActorUnavailableError):
-            if spells < self.spells[actor]:
-                return  # sent before the spell already counted: the same restart
-            self.spells[actor] += 1
-            self.strikes[actor] += 1
-            if self.strikes[actor] < _UNAVAILABLE_LIMIT:
+            now = time.monotonic()
+            since, pause, until = self.down.get(actor, (now, _FIRST_PAUSE_S / 2, now))
+            if now - since < _UNAVAILABLE_S:
+                if until <= now:  # (its other items failing meanwhile: one pause)
+                    pause = min(2 * pause, _MAX_PAUSE_S)
+                    self.down[actor] = (since, pause, now + pause)
                 return
+        self.down.pop(actor, None)
         self.alive.discard(actor)
         if self.lost is not None:
             self.lost.append(actor)
@@ -536,17 +561,27 @@ def _dispatch(feed: _Feed) -> Iterator[Completed]:
     """:func:`dispatch`'s loop, over its checked arguments."""
     try:
         feed.submit()
-        while feed.pending:
-            ready, _ = ray.wait(list(feed.pending), num_returns=1)
+        while True:
+            pause = feed.pause_left()
+            if not feed.pending:
+                if pause is None:
+                    break
+                time.sleep(pause)  # every live actor is paused: until the first may work
+                feed.submit()
+                continue
+            ready, _ = ray.wait(list(feed.pending), num_returns=1, timeout=pause)
+            if not ready:  # a pause ended: send the paused actor work again
+                feed.submit()
+                continue
             ref = ready[0]
-            actor, spells, index, item = feed.pending.pop(ref)
+            actor, index, item = feed.pending.pop(ref)
             feed.load[actor] -= 1
             try:
                 value = ray.get(ref)
             except ray.exceptions.RayActorError as error:
-                feed.failed(actor, spells, (index, item), error)
+                feed.failed(actor, (index, item), error)
             else:
-                feed.strikes[actor] = 0
+                feed.answered(actor)
                 yield Completed(index, actor, value)
             feed.submit()
     finally:

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("actors", "items", "in_flight"):  # checked before Ray starts
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if not (math.isfinite(args.kernel_ms) and args.kernel_ms >= 0):
+    if not (math.isfinite(args.kernel_ms * 1000) and args.kernel_ms >= 0):  # (in µs)
         parser.error(f"--kernel-ms must be finite and >= 0, got {args.kernel_ms}")
     if args.backend == "native":
         parser.error("this example's kernel body runs on the simulator; use --backend sim")

@@ -41,6 +41,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import os
 import shutil
 import socket
@@ -392,8 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-ms", type=float, default=20.0, help="NPU time per batch")
     parser.add_argument("--port", type=int, default=0, help="Serve's HTTP port (0: any free)")
     args = parser.parse_args(argv)
-    if args.replicas < 1 or args.requests < 1 or args.concurrency < 1 or args.model_ms < 0:
-        parser.error("--replicas, --requests and --concurrency must be >= 1, --model-ms >= 0")
+    finite_ms = math.isfinite(args.model_ms * 1000)  # (the kernel is in µs)
+    if args.replicas < 1 or args.requests < 1 or args.concurrency < 1:
+        parser.error("--replicas, --requests and --concurrency must be >= 1")
+    if not (finite_ms and args.model_ms >= 0):
+        parser.error(f"--model-ms must be finite and >= 0, got {args.model_ms}")
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be 0 (any free port) to 65535, got {args.port}")
     if args.port and (why := cannot_listen(args.port)):  # one line, before Ray starts

@@ -394,6 +394,7 @@ def test_an_unknown_option_before_the_command_is_named(
     for argv, fragment in (
         (["--bogus"], "aclasync: error: unrecognized arguments: --bogus"),
         ([], "aclasync: error: the following arguments are required: COMMAND"),
+        (["--"], "aclasync: error: the following arguments are required: COMMAND"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)

@@ -91,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
+        if args.command is None and extra == ["--"]:  # only the end of options: no COMMAND
+            extra = []
         if extra:  # before a missing COMMAND: `aclasync --bogus` names --bogus
             getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
         if args.command is None:

@@ -1,15 +1,18 @@
 """``dispatch()`` without a Ray cluster: its argument checks, and how it treats actors
-that Ray restarts, over stand-in actor handles whose calls answer as scripted."""
+that Ray restarts, over stand-in actor handles whose calls answer as scripted, on a
+clock that only its pauses move."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import ray
 import ray.exceptions
 
+import aclasync.ray
 from aclasync.ray import ActorLostError, dispatch
 
 
@@ -38,11 +41,38 @@ class _Scripted:
         return _Ref(item, self.script.pop(0) if self.script else None)
 
 
+class _Restarting(_Scripted):
+    """An actor Ray restarts until *up_at* on the clock: calls fail until then."""
+
+    def __init__(self, clock: Callable[[], float], up_at: float) -> None:
+        super().__init__()
+        self.clock, self.up_at = clock, up_at
+
+    def remote(self, item: Any) -> _Ref:
+        self.calls.append(item)
+        return _Ref(item, _unavailable() if self.clock() < self.up_at else None)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[], float]:
+    """dispatch()'s clock: it moves only when dispatch sleeps (its pauses)."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    fake = types.SimpleNamespace(monotonic=lambda: now[0], sleep=sleep)
+    monkeypatch.setattr(aclasync.ray, "time", fake)
+    return fake.monotonic
+
+
 @pytest.fixture
 def fake_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ray.wait`` hands back the oldest call, ``ray.get`` answers it as scripted."""
 
-    def wait(refs: list[_Ref], *, num_returns: int) -> tuple[list[_Ref], list[_Ref]]:
+    def wait(
+        refs: list[_Ref], *, num_returns: int, timeout: float | None = None
+    ) -> tuple[list[_Ref], list[_Ref]]:
         return refs[:num_returns], refs[num_returns:]
 
     def get(ref: _Ref) -> Any:
@@ -82,7 +112,7 @@ def test_dispatch_checks_its_arguments_at_the_call() -> None:
     assert actor.calls == []
 
 
-@pytest.mark.usefixtures("fake_ray")
+@pytest.mark.usefixtures("fake_ray", "clock")
 def test_an_item_lost_to_a_restart_is_sent_again_and_the_actor_kept() -> None:
     actor = _Scripted(_unavailable(), _unavailable())  # two items in flight: one restart
     lost: list[int] = []
@@ -93,18 +123,31 @@ def test_an_item_lost_to_a_restart_is_sent_again_and_the_actor_kept() -> None:
 
 
 @pytest.mark.usefixtures("fake_ray")
-def test_an_actor_unavailable_three_restarts_in_a_row_is_dropped() -> None:
-    restarting = _Scripted(*[_unavailable()] * 10)
+def test_a_slow_restart_keeps_the_actor(clock: Callable[[], float]) -> None:
+    # Calls made while Ray restarts an actor fail at once: each such failure counted as
+    # a restart, and an actor whose restart took seconds was dropped, its items lost.
+    actor = _Restarting(clock, up_at=10.0)
+    lost: list[int] = []
+    done = list(dispatch([actor], "work", range(4), in_flight=2, lost=lost))
+    assert sorted(d.value for d in done) == [0, 1, 2, 3]
+    assert lost == []
+    assert clock() >= 10.0
+    assert len(actor.calls) < 30  # paused between tries, not sent work in a loop
+
+
+@pytest.mark.usefixtures("fake_ray")
+def test_an_actor_unavailable_for_a_minute_is_dropped(clock: Callable[[], float]) -> None:
+    restarting = _Restarting(clock, up_at=float("inf"))
     lost: list[int] = []
     with pytest.raises(ActorLostError, match="all 1 actors died") as caught:
         list(dispatch([restarting], "work", ["item"], in_flight=1, lost=lost))
     assert isinstance(caught.value.__cause__, ray.exceptions.ActorUnavailableError)
     assert lost == [0]
-    assert restarting.calls == ["item"] * 3
+    assert 60.0 <= clock() < 65.0
 
 
 @pytest.mark.usefixtures("fake_ray")
-def test_a_result_between_restarts_starts_the_count_again() -> None:
+def test_a_result_starts_the_count_again(clock: Callable[[], float]) -> None:
     flaky = _Scripted(_unavailable(), _unavailable(), None, _unavailable(), _unavailable())
     lost: list[int] = []
     done = list(dispatch([flaky], "work", range(3), in_flight=1, lost=lost))
@@ -112,11 +155,21 @@ def test_a_result_between_restarts_starts_the_count_again() -> None:
     assert lost == []
 
 
+@pytest.mark.usefixtures("fake_ray", "clock")
+def test_the_items_of_a_dead_actor_go_to_the_others() -> None:
+    dead, healthy = _Scripted(*[ray.exceptions.RayActorError()] * 10), _Scripted()
+    lost: list[int] = []
+    done = list(dispatch([dead, healthy], "work", range(6), in_flight=1, lost=lost))
+    assert sorted(d.value for d in done) == list(range(6))
+    assert lost == [0]
+    assert {d.actor for d in done} == {1}
+
+
 @pytest.mark.usefixtures("fake_ray")
-def test_the_items_of_a_dropped_actor_go_to_the_others() -> None:
-    restarting, healthy = _Scripted(*[_unavailable()] * 10), _Scripted()
+def test_the_others_work_while_an_actor_restarts(clock: Callable[[], float]) -> None:
+    restarting, healthy = _Restarting(clock, up_at=float("inf")), _Scripted()
     lost: list[int] = []
     done = list(dispatch([restarting, healthy], "work", range(6), in_flight=1, lost=lost))
     assert sorted(d.value for d in done) == list(range(6))
-    assert lost == [0]
+    assert lost == []  # paused, not dead: the items were done before a minute passed
     assert {d.actor for d in done} == {1}

@@ -115,6 +115,7 @@ def _run_refused(command: list[str], root: Path) -> subprocess.CompletedProcess[
         (["--items", "-3"], "--items must be >= 1, got -3"),
         (["--kernel-ms", "-1"], "--kernel-ms must be finite and >= 0, got -1.0"),
         (["--kernel-ms", "nan"], "--kernel-ms must be finite and >= 0, got nan"),
+        (["--kernel-ms", "1e308"], "--kernel-ms must be finite and >= 0, got 1e+308"),
     ],
 )
 def test_the_ray_pipeline_example_refuses_bad_options_before_ray_starts(
@@ -145,3 +146,8 @@ def test_the_serve_example_says_in_one_line_that_its_port_is_taken(ray_root: Pat
     done = _run_refused([str(SERVE_EXAMPLE), "--port", "70000"], ray_root)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--port must be 0 (any free port) to 65535, got 70000" in done.stderr
+    for ms in ("nan", "1e308"):
+        done = _run_refused([str(SERVE_EXAMPLE), "--model-ms", ms], ray_root)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "--model-ms must be finite and >= 0" in done.stderr
+    assert not (ray_root / "ray").exists()
