@@ -9,7 +9,7 @@ The error-delivery rule
 Failures are delivered by the rule of docs/errors.md, implemented here once: a
 failure is numbered and kept with its stream by the worker (``Lane.errors``), raised
 by ``report`` (one stream) or ``report_device`` (any stream the device reports) at
-the end of an await, by a close (``_finish_close``), or handed to the device when a
+the end of an await, by a close (``finish_close``), or handed to the device when a
 cancellation would drop it (``hand_over``).
 """
 
@@ -20,7 +20,7 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -52,6 +52,14 @@ __all__ = ["DeviceState"]
 _T = TypeVar("_T")
 
 
+class FailureHolder(Protocol):
+    """What keeps failures for its own close to report (``Model``)."""
+
+    def take_failures(self) -> list[BaseException]:
+        """The failures held, which the caller now reports."""
+        ...
+
+
 class DeviceState:
     """Shared state of one open device (see the module docstring for the error rule)."""
 
@@ -78,6 +86,9 @@ class DeviceState:
         #: Events collected unclosed (appended from any thread, by ``Event.__del__``),
         #: given back at the device's next record.
         self._dropped_events: deque[tuple[Lane, int, EventRecord]] = deque()
+        #: Holders (a ``Model``) of failures of work nobody waited for: the device's
+        #: close reports those still held (a holder closed later then has none).
+        self.holders: weakref.WeakSet[FailureHolder] = weakref.WeakSet()
         #: The first close's wait for the worker's stop, while it waits.
         #: (A list: taking it is one atomic pop, whichever closer's thread gets there.)
         self._stop: list[Waiter] = []
@@ -360,7 +371,7 @@ class DeviceState:
                 raise
         self._lanes.pop(lane, None)
         errors = self._take_all([lane.errors])
-        await self._finish_close(errors, propagating, self.hand_over)
+        await self.finish_close(errors, propagating, self.hand_over)
 
     def _prune_closed(self) -> None:
         """Forget streams whose cancelled close has since destroyed them."""
@@ -378,7 +389,7 @@ class DeviceState:
             return
         if not force:
             await self.wait_for(lane, timed=False).wait()
-        await self._finish_close(self._take_all([lane.errors]), propagating, self.hand_over)
+        await self.finish_close(self._take_all([lane.errors]), propagating, self.hand_over)
 
     def hand_over(self, errors: list[BaseException], propagating: BaseException | None) -> None:
         """Report what a close found (rules 5 and 6), on the device's behalf.
@@ -396,7 +407,7 @@ class DeviceState:
             return
         report(errors, propagating)
 
-    async def _finish_close(
+    async def finish_close(
         self,
         errors: list[BaseException],
         propagating: BaseException | None,
@@ -559,7 +570,7 @@ class DeviceState:
                     left.append(stop.result.error)
                 elif isinstance(stop.result, outcome.Value):
                     left.extend(stop.result.value)
-                await self._finish_close(self._left(left), propagating)
+                await self.finish_close(self._left(left), propagating)
             return
         self.closed = True
         errors: list[BaseException] = []
@@ -581,7 +592,7 @@ class DeviceState:
                 errors = self._left(errors)
         finally:
             self._closing.end(keep=True)
-        await self._finish_close(errors, propagating)
+        await self.finish_close(errors, propagating)
 
     def _stopped(self) -> None:
         """(worker) The device is released: closers waiting for the first go on."""
@@ -592,7 +603,8 @@ class DeviceState:
         (the releases'), then the worker's death if nobody was told of it."""
         worker = self.worker
         queues = [lane.errors for lane in list(self._lanes)]
-        errors[:0] = self._take_all([*queues, worker.orphan_errors])
+        held = [error for holder in list(self.holders) for error in holder.take_failures()]
+        errors[:0] = [*self._take_all([*queues, worker.orphan_errors]), *held]
         self._lanes.clear()
         if worker.death is not None and not worker.death_reported:
             errors.append(worker.broken_error())

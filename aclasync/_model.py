@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -95,8 +96,9 @@ class Model(AsyncResource):
         self._free: list[_Slot] = []
         self._slots: list[_Slot] = []  # every set made: the close releases them
         self._keys = itertools.count()
-        #: Streams ``launch`` queued work on: the close reports their failures.
-        self._streams: set[Stream] = set()
+        #: Streams ``launch`` queued work on, while they live: the close reports their
+        #: failures (a stream per request, closed and dropped, is not kept).
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         #: Per stream: the event its last run recorded, which the stream waits for.
         self._chained: dict[Stream, _Chain] = {}
         #: Failures of runs whose caller went away (found when their set is reused).
@@ -105,6 +107,13 @@ class Model(AsyncResource):
         self._idle: anyio.Event | None = None
         self._closed = False
         self._close_done: anyio.Event | None = None
+        device._state.holders.add(self)  # a device closed first reports the orphans
+
+    def take_failures(self) -> list[BaseException]:
+        """The failures of runs nobody waited for, for whoever closes first (this model
+        or its device) to report."""
+        orphans, self._orphans = self._orphans, []
+        return orphans
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
@@ -143,8 +152,9 @@ class Model(AsyncResource):
 
         Cancellation abandons the wait; the device work carries on, and its buffer set
         is reused once that work is done. A failure of a run nobody waited for is
-        raised by ``aclose``. Raises ``anyio.ClosedResourceError`` once the model is
-        closed (runs already under way finish first).
+        raised by ``aclose`` (or by the device's close, if that comes first). Raises
+        ``anyio.ClosedResourceError`` once the model is closed (runs that hold a buffer
+        set finish first; runs still without one are refused).
         """
         self._check_stream(stream)
         inputs = self._check_arrays(arrays)
@@ -172,14 +182,17 @@ class Model(AsyncResource):
     async def aclose(self) -> None:
         """Release the pooled buffers and unload the model. Idempotent; survives cancellation.
 
-        New runs raise ``anyio.ClosedResourceError`` at once; runs already under way
-        finish first. Then waits for the work queued so far on the streams the model
-        was used on, releases everything and unloads the model. Raises what is left
-        to report: an ACL error pending on each stream ``launch`` queued on, and failures
-        of runs nobody waited for (one as itself, several as an ``ExceptionGroup``;
-        as notes on an exception ``async with`` exits on). A second
-        concurrent call waits for the first. A model whose device is closed or broken
-        only marks itself closed (the device released it).
+        New runs, and runs still without a buffer set, raise
+        ``anyio.ClosedResourceError``; runs that hold one finish first. Then waits for
+        the work queued so far on the streams the model was used on, releases
+        everything and unloads the model. Raises what is left to report: an ACL error
+        pending on each stream ``launch`` queued on, and failures of runs nobody waited
+        for (one as itself, several as an ``ExceptionGroup``; as notes on an exception
+        ``async with`` exits on). Cancelled while it waits, it still completes, the
+        cancellation goes on and those failures go to the device (docs/errors.md, rule
+        6). A second concurrent call waits for the first. A model whose device is
+        closed or broken only marks itself closed (the device released it, and its
+        close reports those failures).
         """
         await self._close(None)
 
@@ -315,7 +328,7 @@ class Model(AsyncResource):
             await self._settle_dirty(slot)
             return slot
         slot = await self._make_slot(stream.flags)
-        if self._closed:
+        if self._closed:  # a run that had no buffer set when the model closed: refused
             raise anyio.ClosedResourceError(f"{self!r} is closed")
         try:
             await anyio.lowlevel.checkpoint_if_cancelled()
@@ -325,13 +338,14 @@ class Model(AsyncResource):
         return slot
 
     async def _ended(self, slot: _Slot) -> bool:
-        """Whether the run abandoned on *slot* has ended (one round trip)."""
+        """Whether the run abandoned on *slot* has ended (a round trip, and one more per
+        failure it left, which is kept for ``aclose``)."""
         assert slot.stream is not None
-        try:
-            return await slot.stream.query()
-        except AclError as exc:  # its failure: kept for aclose, the set still settled
-            self._orphans.append(exc)
-            return False
+        while True:
+            try:
+                return await slot.stream.query()
+            except AclError as exc:  # the failure was reported instead of the answer
+                self._orphans.append(exc)
 
     async def _settle_dirty(self, slot: _Slot) -> None:
         """Wait for a taken set's abandoned run (see ``_clean``); put it back if cancelled."""
@@ -408,14 +422,15 @@ class Model(AsyncResource):
             raise
         finally:
             done.set()
-        self._device._state.hand_over(errors, propagating)
+        state = self._device._state
+        await state.finish_close(errors, propagating, state.hand_over)
 
     async def _release(self) -> list[BaseException]:
         """Wait for the model's work, release everything: the failures found."""
         device = self._device
         slots, self._slots, self._free = self._slots, [], []
         pending: list[BaseException] = []
-        for stream in self._streams:
+        for stream in list(self._streams):
             if not stream.closed:
                 try:
                     await stream.synchronize()
@@ -424,7 +439,7 @@ class Model(AsyncResource):
                 except anyio.ClosedResourceError:  # force-closed meanwhile: nothing to wait
                     pass
         for stream in self._chained:  # past its waits for the runs' events
-            if not stream.closed and stream not in self._streams:
+            if not stream.closed and stream not in set(self._streams):
                 with contextlib.suppress(anyio.ClosedResourceError):  # (as above)
                     await stream._drain()
         for slot in slots:
@@ -445,8 +460,7 @@ class Model(AsyncResource):
                     self._orphans.append(exc)
             for buffer in slot.buffers():
                 await buffer.aclose()
-        errors = [*pending, *self._orphans]
-        self._orphans = []
+        errors = [*pending, *self.take_failures()]
         if ret:
             errors.append(AclError.from_status(ret, api, device=device.id))
         return errors
@@ -468,6 +482,8 @@ class Model(AsyncResource):
                     f"output {tensor.name!r} has a dynamic shape {tensor.shape}; "
                     "Model.run takes static shapes only"
                 )
+        for tensor in (*self._inputs, *self._outputs):
+            _check_size(tensor)
         if len(arrays) != len(self._inputs):
             raise ValueError(f"the model takes {len(self._inputs)} inputs, got {len(arrays)}")
         checked = []
@@ -488,6 +504,22 @@ class Model(AsyncResource):
                 )
             checked.append(array)
         return checked
+
+
+def _check_size(tensor: TensorInfo) -> None:
+    """Refuse a tensor ``run`` cannot carry as an array: one without bytes, or whose
+    buffer is not its shape's (an AIPP image input, an aligned size)."""
+    if -1 in tensor.shape:
+        return  # (refused as dynamic)
+    if tensor.nbytes <= 0:
+        raise ValueError(f"tensor {tensor.name!r} has no bytes (shape {tensor.shape})")
+    shaped = int(np.prod(tensor.shape, dtype=np.int64)) * tensor.dtype.itemsize
+    if shaped != tensor.nbytes:
+        raise ValueError(
+            f"tensor {tensor.name!r} takes a {tensor.nbytes}-byte buffer, not its shape's "
+            f"{tensor.shape} x {tensor.dtype} ({shaped} bytes): Model.run cannot carry it "
+            "as an array; use Model.launch with buffers of your own"
+        )
 
 
 class _Chain:
