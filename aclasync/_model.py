@@ -344,8 +344,10 @@ class Model(AsyncResource):
         while True:
             try:
                 return await slot.stream.query()
-            except AclError as exc:  # the failure was reported instead of the answer
+            except AclError as exc:  # a failure was reported instead of the answer
                 self._orphans.append(exc)
+                if exc.api == "acl.rt.stream_query":  # the look itself failed: busy
+                    return False
 
     async def _settle_dirty(self, slot: _Slot) -> None:
         """Wait for a taken set's abandoned run (see ``_clean``); put it back if cancelled."""
@@ -406,36 +408,35 @@ class Model(AsyncResource):
             return
         self._closed = True
         done = self._close_done = anyio.Event()
-        errors: list[BaseException] = []
         try:
             with anyio.CancelScope(shield=True):
                 if self._active:
                     self._idle = anyio.Event()
                     await self._idle.wait()
-                if self._device._state.gone():
-                    await anyio.lowlevel.checkpoint()
-                    return
-                errors = await self._release()
+                if not self._device._state.gone():
+                    await self._release()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            if self._device._state.gone():
-                return  # the device closed or broke meanwhile: it released everything
-            raise
+            if not self._device._state.gone():
+                raise
+            # The device closed or broke meanwhile and released everything; what the
+            # release took off the streams before that is still this close's to report.
         finally:
             done.set()
+        errors = self.take_failures()
         state = self._device._state
         await state.finish_close(errors, propagating, state.hand_over)
 
-    async def _release(self) -> list[BaseException]:
-        """Wait for the model's work, release everything: the failures found."""
+    async def _release(self) -> None:
+        """Wait for the model's work, release everything; the failures found are kept
+        (``take_failures``) as soon as they are taken off a stream."""
         device = self._device
         slots, self._slots, self._free = self._slots, [], []
-        pending: list[BaseException] = []
         for stream in list(self._streams):
             if not stream.closed:
                 try:
                     await stream.synchronize()
                 except AclError as exc:  # one per stream: each consumed is reported
-                    pending.append(exc)
+                    self._orphans.append(exc)
                 except anyio.ClosedResourceError:  # force-closed meanwhile: nothing to wait
                     pass
         for stream in self._chained:  # past its waits for the runs' events
@@ -460,10 +461,8 @@ class Model(AsyncResource):
                     self._orphans.append(exc)
             for buffer in slot.buffers():
                 await buffer.aclose()
-        errors = [*pending, *self.take_failures()]
         if ret:
-            errors.append(AclError.from_status(ret, api, device=device.id))
-        return errors
+            self._orphans.append(AclError.from_status(ret, api, device=device.id))
 
     # -- checks ------------------------------------------------------------------------
 

@@ -132,6 +132,8 @@ class SimExtension(ModelExtension, CallGroup):
         for device in self._core.devices:
             if device.active:
                 self._release_device(device)
+        if self._util is not None:
+            self._util.close()
 
 
 class Media(CallGroup):

@@ -28,9 +28,11 @@ class SimNotify:
         self.device = device
         self.number = number
         self.signalled = False
-        #: One unfinished placeholder task per queued wait, oldest first: a record
-        #: releases one wait (and resets the notify), as ``aclrtWaitAndResetNotify``.
-        self.gates: deque[Task] = deque()
+        #: Per queued wait, oldest first: its unfinished placeholder task and the wait
+        #: itself. A record releases one wait still queued (and resets the notify), as
+        #: ``aclrtWaitAndResetNotify``; one dropped meanwhile (abort, forced destroy) is
+        #: passed over.
+        self.gates: deque[tuple[Task, Task]] = deque()
         self.alive = True
 
     def release_waits(self) -> None:
@@ -38,7 +40,7 @@ class SimNotify:
         gates, self.gates = self.gates, deque()
         engine = self.device.engine
         if engine is not None:
-            for gate in gates:
+            for gate, _ in gates:
                 engine.complete_locked(gate)
 
 
@@ -109,10 +111,12 @@ class NotifyCalls(CallGroup):
         engine = found.device.engine
 
         def signal(_: Task) -> None:
-            if target.gates and engine is not None:
-                engine.complete_locked(target.gates.popleft())
-            else:
-                target.signalled = True
+            while target.gates and engine is not None:
+                gate, wait = target.gates.popleft()
+                engine.complete_locked(gate)
+                if not wait.done:  # (a wait dropped with its stream's queue is done)
+                    return
+            target.signalled = True
 
         return self._submit(found, Task(found, "record_notify", action=signal))
 
@@ -131,13 +135,14 @@ class NotifyCalls(CallGroup):
         if target is None or found is None:
             return ret
         with self._core.lock:
-            if target.signalled:
+            if target.signalled:  # set already: this wait passes, and resets it
                 target.signalled = False
-                dep = None
+                wait = Task(found, "wait_notify")
             else:
-                dep = Task(found, "notify_gate")
-                target.gates.append(dep)
-        return self._submit(found, Task(found, "wait_notify", dep=dep))
+                gate = Task(found, "notify_gate")
+                wait = Task(found, "wait_notify", dep=gate)
+                target.gates.append((gate, wait))
+        return self._submit(found, wait)
 
     @parsed("acl.rt.get_notify_id")
     def get_notify_id(self, notify: int, /) -> tuple[int, int]:

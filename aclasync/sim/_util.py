@@ -43,6 +43,8 @@ class Util(_UtilSurface):
         #: Thread id -> (thread, its leave to exit): a finished thread waits to be joined,
         #: as a joinable pthread's id is not given out again before that.
         self._threads: dict[int, tuple[threading.Thread, threading.Event]] = {}
+        #: Ids of threads whose function returned (they wait to be joined).
+        self._finished: set[int] = set()
         self._errors: dict[int, list[str]] = {}
         self._dtypes: dict[int, np.dtype[Any]] = {}
 
@@ -164,7 +166,22 @@ class Util(_UtilSurface):
         try:
             self._call(fn, fn_args)
         finally:
-            joined.wait()  # keeps the thread, and its id, until stop_thread
+            del fn, fn_args  # (a finished thread holds nothing of its caller's)
+            self._finished.add(threading.get_ident())
+            joined.wait()  # keeps the thread, and its id, until stop_thread or close
+            self._finished.discard(threading.get_ident())
+
+    def close(self) -> None:
+        """Let every thread end once its function has returned, and join those that
+        have (the runtime closes: nobody will join them); they stay counted until
+        ``stop_thread``, as pyACL's."""
+        with self._lock:
+            entries = list(self._threads.values())
+        for _, joined in entries:
+            joined.set()
+        for thread, _ in entries:
+            if thread.ident in self._finished:
+                thread.join()
 
     def _call(self, fn: Callable[..., Any], fn_args: Any) -> None:
         try:

@@ -224,3 +224,86 @@ async def test_a_tensor_whose_size_is_not_its_shapes_is_refused_by_run(
     ):
         with pytest.raises(ValueError, match="takes a 24-byte buffer, not its shape's"):
             await model.run(stream, x(1))
+
+
+@pytest.mark.parametrize("order", ["model_first", "device_first"])
+async def test_a_model_and_its_device_closing_at_once_raise_a_failure_once(
+    rt: Any, tmp_path: Path, held: HeldModel, order: str
+) -> None:
+    # The model's close took the failure off the stream, then met the closed device and
+    # returned quietly: neither close raised it.
+    path = register(rt, tmp_path, held)
+    raised: list[BaseException] = []
+
+    async def close(closer: Any) -> None:
+        try:
+            await closer()
+        except aclasync.AclError as exc:
+            raised.append(exc)
+
+    dev = await aclasync.open_device(0, backend=rt)
+    stream = await dev.create_stream()
+    model = await dev.load_model(path)
+    with anyio.fail_after(LIMIT_S):
+        await model.run(stream, x(2))  # a buffer set exists
+        held.hold(0, fail=True)
+        a, b = await dev.alloc(16), await dev.alloc(16)  # zeros: x[0] == 0
+        model.launch(stream, [a], [b])
+        await held.started_run(0)
+        closers = [model.aclose, dev.aclose]
+        async with anyio.create_task_group() as tg:
+            for closer in closers if order == "model_first" else closers[::-1]:
+                tg.start_soon(close, closer)
+                await anyio.wait_all_tasks_blocked()
+            held.release(0)
+    assert [exc.code for exc in raised] == [MODEL_EXECUTE]
+
+
+class _QueryFails:
+    """The simulator, but ``stream_query`` fails once ``failing`` (a device fault)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.rt = _FailingRt(inner.rt)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _FailingRt:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.failing = False
+
+    def stream_query(self, stream: int) -> tuple[int, int]:
+        return (0, 507899) if self.failing else self._inner.stream_query(stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def test_a_failing_look_at_an_abandoned_runs_set_does_not_spin(
+    rt: Any, tmp_path: Path, held: HeldModel
+) -> None:
+    # The look was asked again after every failure it met, which never ends when the
+    # query itself fails: the run spun, keeping a copy of the error per round trip.
+    path = register(rt, tmp_path, held)
+    backend = _QueryFails(rt)
+    async with aclasync.open_device(0, backend=backend) as dev, dev.create_stream() as stream:
+        model = await dev.load_model(path)
+        with anyio.fail_after(LIMIT_S):
+            held.hold(1)
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(model.run, stream, x(1))
+                    await held.started_run(1)
+                    scope.cancel()
+            held.release(1)
+            await stream.synchronize()
+            backend.rt.failing = True
+            (y,) = await model.run(stream, x(2))  # on a new set: the old one looks busy
+            assert (y == 4).all()
+            backend.rt.failing = False
+        with pytest.raises(aclasync.AclError) as caught:  # the look's failure, once
+            await model.aclose()
+        assert caught.value.api == "acl.rt.stream_query"

@@ -308,3 +308,29 @@ def test_a_util_thread_keeps_its_id_until_it_is_joined(rt):
     second_may_end.set()
     assert rt.util.stop_thread(second) == 0
     assert rt.util.stop_thread(second) == 3  # ESRCH: joined already
+
+
+def test_a_util_thread_never_joined_ends_with_the_runtime():
+    # A finished thread waits to be joined (its id is kept); the runtime's close lets it
+    # end, and nothing of its caller's is kept.
+    import gc
+    import weakref
+
+    from aclasync.sim import create
+
+    rt = create(device_count=1)
+
+    class Payload:
+        pass
+
+    payload = Payload()
+    ran = threading.Event()
+    _, ret = rt.util.start_thread(lambda args: ran.set(), payload)
+    assert ret == 0
+    assert ran.wait(10)
+    ref = weakref.ref(payload)
+    del payload
+    rt.sim.close()
+    assert not [t for t in threading.enumerate() if t.name == "aclasync-sim-util"]
+    gc.collect()
+    assert ref() is None

@@ -668,3 +668,18 @@ def test_host_pointer_of_ctypes_array_for_launch_arguments(dev0, check):
     back = Args()
     check(dev0.rt.memcpy(ctypes.addressof(back), size, dev, size, D2H))
     assert (back.x, back.y) == (7, 9)
+
+
+@pytest.mark.parametrize("drop", ["stream_abort", "destroy_stream_force"])
+def test_a_record_passes_over_a_wait_dropped_with_its_stream(dev0, check, drop):
+    # The dropped wait's place in the queue took the record: a live wait on another
+    # stream was never released.
+    dropped, waiting, recording = (check(dev0.rt.create_stream()) for _ in range(3))
+    notify = check(dev0.rt.create_notify(0))
+    check(dev0.rt.wait_and_reset_notify(notify, dropped, 0))
+    check(getattr(dev0.rt, drop)(dropped))
+    check(dev0.rt.wait_and_reset_notify(notify, waiting, 0))
+    check(dev0.rt.record_notify(notify, recording))
+    check(dev0.rt.synchronize_stream(recording))
+    check(dev0.rt.synchronize_stream_with_timeout(waiting, 10_000))  # released (it hung)
+    check(dev0.rt.destroy_notify(notify))
