@@ -178,6 +178,19 @@ def _closed_with_a_wait_in_flight(
     return dev, stream, gate, weakref.ref(loop)
 
 
+def _close_raises_the_kernels_failure(dev: Any) -> None:
+    """Close *dev* on a new loop: it raises the gated kernel's failure (507015)."""
+
+    async def later() -> None:
+        with anyio.fail_after(10), pytest.raises(aclasync.AclError) as caught:
+            await dev.aclose()
+        assert caught.value.code == 507015
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Task was destroyed but it is pending"
+        asyncio.run(later())
+
+
 def test_a_loop_closed_with_a_wait_in_flight_is_not_kept_alive(rt: Any) -> None:
     # Its delivery kept the waiter the worker answered, and through it the loop.
     dev, _, gate, loop = _closed_with_a_wait_in_flight(rt, "sync")
@@ -199,16 +212,8 @@ def test_a_close_cut_short_by_its_loop_is_finished_by_the_next(rt: Any) -> None:
     # it for ever; it now returns once the device is released, with what was left.
     dev, _, gate, _ = _closed_with_a_wait_in_flight(rt, "close")
     before = len(aclasync_threads())
-
-    async def later() -> None:
-        gate.open()
-        with anyio.fail_after(10), pytest.raises(aclasync.AclError) as caught:
-            await dev.aclose()
-        assert caught.value.code == 507015
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        asyncio.run(later())
+    gate.open()
+    _close_raises_the_kernels_failure(dev)
     assert live_objects(rt)["streams"] == 0
     assert len(aclasync_threads()) < before
 
@@ -251,15 +256,7 @@ def test_a_close_answered_just_before_its_loop_closed_is_finished_by_the_next(
     # Its delivery was not yet known dead (nothing was posted after the close): the
     # next close returned quietly and the kernel's failure was lost.
     dev, *_ = _closed_with_a_wait_in_flight(rt, "close", answered=True)
-
-    async def later() -> None:
-        with anyio.fail_after(10), pytest.raises(aclasync.AclError) as caught:
-            await dev.aclose()
-        assert caught.value.code == 507015
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        asyncio.run(later())
+    _close_raises_the_kernels_failure(dev)
 
 
 @pytest.mark.parametrize("later_loop", ["asyncio", "trio"])

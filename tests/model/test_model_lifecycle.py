@@ -189,27 +189,23 @@ async def test_a_tensor_without_bytes_is_refused_by_run(
             await model.run(stream, np.zeros((0, 4), np.float32))
 
 
-class _OtherSizes:
-    """The simulator, but its models report input sizes other than their shapes' (as an
-    AIPP image input does: 1.5 bytes per pixel)."""
+class _Patched:
+    """The simulator with some calls of one namespace (``rt``, ``mdl``) replaced."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, namespace: str, **calls: Any) -> None:
         self._inner = inner
-        self.mdl = _Mdl(inner.mdl)
+        setattr(self, namespace, _Calls(getattr(inner, namespace), calls))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
-class _Mdl:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def get_input_size_by_index(self, desc: int, index: int) -> int:
-        return int(self._inner.get_input_size_by_index(desc, index)) + 8
+class _Calls:
+    def __init__(self, inner: Any, calls: dict[str, Any]) -> None:
+        self._inner, self._calls = inner, calls
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        return self._calls.get(name) or getattr(self._inner, name)
 
 
 async def test_a_tensor_whose_size_is_not_its_shapes_is_refused_by_run(
@@ -217,8 +213,11 @@ async def test_a_tensor_whose_size_is_not_its_shapes_is_refused_by_run(
 ) -> None:
     # It failed with a numpy reshape error, after the model had run for an output.
     path = register(rt, tmp_path, held)
+    # As an AIPP image input does (1.5 bytes per pixel): a size other than the shape's.
+    sizes = rt.mdl.get_input_size_by_index
+    backend = _Patched(rt, "mdl", get_input_size_by_index=lambda d, i: sizes(d, i) + 8)
     async with (
-        aclasync.open_device(0, backend=_OtherSizes(rt)) as dev,
+        aclasync.open_device(0, backend=backend) as dev,
         dev.create_stream() as stream,
         dev.load_model(path) as model,
     ):
@@ -259,36 +258,18 @@ async def test_a_model_and_its_device_closing_at_once_raise_a_failure_once(
     assert [exc.code for exc in raised] == [MODEL_EXECUTE]
 
 
-class _QueryFails:
-    """The simulator, but ``stream_query`` fails once ``failing`` (a device fault)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.rt = _FailingRt(inner.rt)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _FailingRt:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.failing = False
-
-    def stream_query(self, stream: int) -> tuple[int, int]:
-        return (0, 507899) if self.failing else self._inner.stream_query(stream)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 async def test_a_failing_look_at_an_abandoned_runs_set_does_not_spin(
     rt: Any, tmp_path: Path, held: HeldModel
 ) -> None:
     # The look was asked again after every failure it met, which never ends when the
     # query itself fails: the run spun, keeping a copy of the error per round trip.
     path = register(rt, tmp_path, held)
-    backend = _QueryFails(rt)
+    failing = threading.Event()  # a device fault: stream_query answers 507899
+
+    def stream_query(stream: int) -> tuple[int, int]:
+        return (0, 507899) if failing.is_set() else rt.rt.stream_query(stream)
+
+    backend = _Patched(rt, "rt", stream_query=stream_query)
     async with aclasync.open_device(0, backend=backend) as dev, dev.create_stream() as stream:
         model = await dev.load_model(path)
         with anyio.fail_after(LIMIT_S):
@@ -300,10 +281,10 @@ async def test_a_failing_look_at_an_abandoned_runs_set_does_not_spin(
                     scope.cancel()
             held.release(1)
             await stream.synchronize()
-            backend.rt.failing = True
+            failing.set()
             (y,) = await model.run(stream, x(2))  # on a new set: the old one looks busy
             assert (y == 4).all()
-            backend.rt.failing = False
+            failing.clear()
         with pytest.raises(aclasync.AclError) as caught:  # the look's failure, once
             await model.aclose()
         assert caught.value.api == "acl.rt.stream_query"

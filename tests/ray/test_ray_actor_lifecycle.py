@@ -97,19 +97,26 @@ def test_a_close_while_the_device_opens_leaves_it_closed() -> None:
     assert _device_threads() == before
 
 
-def test_first_device_calls_on_two_event_loops_open_it_once_and_both_return() -> None:
-    before = _device_threads()
-    actor = _HeldOpen()
+def _second_loop_meets_the_open(actor: _HeldOpen, call: Any) -> tuple[_LoopThread, _LoopThread]:
+    """Open *actor*'s device on one event loop, held inside its open; run *call* on a
+    second loop once that one waits for the turn; let the open go on. The two threads."""
     first = _LoopThread(actor.device)
     first.start()
     try:
         assert actor.inside.wait(10), "the first open never got under way"
         parked = threading.Event()
-        second = _LoopThread(_waiting(actor.device, parked))
+        second = _LoopThread(_waiting(call, parked))
         second.start()
         assert parked.wait(10)
     finally:
         actor.release.set()
+    return first, second
+
+
+def test_first_device_calls_on_two_event_loops_open_it_once_and_both_return() -> None:
+    before = _device_threads()
+    actor = _HeldOpen()
+    first, second = _second_loop_meets_the_open(actor, actor.device)
     assert first.finish()
     assert second.finish(), "device() on the second event loop never returned"
     assert first.error is None, first.error
@@ -123,16 +130,7 @@ def test_first_device_calls_on_two_event_loops_open_it_once_and_both_return() ->
 def test_a_close_on_another_event_loop_waits_for_the_open_under_way() -> None:
     before = _device_threads()
     actor = _HeldOpen()
-    opening = _LoopThread(actor.device)
-    opening.start()
-    try:
-        assert actor.inside.wait(10), "the open never got under way"
-        parked = threading.Event()
-        closing = _LoopThread(_waiting(actor.close, parked))
-        closing.start()
-        assert parked.wait(10)
-    finally:
-        actor.release.set()
+    opening, closing = _second_loop_meets_the_open(actor, actor.close)
     assert opening.finish()
     assert closing.finish(), "close() on the second event loop never returned"
     assert closing.error is None, closing.error

@@ -91,6 +91,24 @@ async def served(example: ModuleType) -> AsyncIterator[tuple[Any, httpx.AsyncCli
                 yield app, client
 
 
+def infer_scope() -> dict[str, Any]:
+    """The ASGI scope of a ``POST /infer``, for a request driven message by message."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/infer",
+        "raw_path": b"/infer",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+
+
 async def responses(client: httpx.AsyncClient) -> dict[str, float]:
     lines = (await client.get("/metrics")).text.splitlines()
     prefix = "aclasync_serve_responses_total{status="
@@ -133,20 +151,7 @@ async def test_a_client_that_hangs_up_mid_body_is_answered_quietly(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/infer",
-        "raw_path": b"/infer",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
+    scope = infer_scope()
     await app(scope, receive, send)
     assert sent[0]["status"] == 400
     assert await responses(client) == {"400": 1.0}
@@ -196,20 +201,7 @@ async def test_a_request_whose_body_comes_after_the_drain_closed_the_pool_is_a_5
         sent.append(message)
         answered.set()
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/infer",
-        "raw_path": b"/infer",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
+    scope = infer_scope()
     held = anyio.Event()
 
     async def held_request() -> None:
