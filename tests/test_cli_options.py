@@ -388,6 +388,15 @@ def test_bench_model_option_without_bench_model_is_a_usage_error(
     assert "--model is for bench model, which is not among the benchmarks named" in line
 
 
+def test_bench_workload_without_a_benchmark_using_it_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It was ignored without a word (soak, model, ray and serve time no such work).
+    line = usage_error(capsys, ["bench", "soak", "model", "--workload", "memset"])
+    assert "--workload is for the benchmarks that time device work" in line
+    assert "none of which is named" in line
+
+
 def test_an_unknown_option_before_the_command_is_named(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -497,6 +497,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         )
     if args.model is not None and args.names and "model" not in args.names:
         args.parser.error("--model is for bench model, which is not among the benchmarks named")
+    uses_workload = [name for name in BENCHMARKS if BENCHMARKS[name].workload]
+    if args.workload is not None and args.names and not set(args.names) & set(uses_workload):
+        args.parser.error(
+            "--workload is for the benchmarks that time device work "
+            f"({', '.join(uses_workload)}), none of which is named"
+        )
     if (
         args.json not in (None, STDOUT)
         and args.plot is not None

@@ -37,13 +37,15 @@ __all__ = ["BENCHMARKS", "Benchmark", "run", "runs_native", "stderr_progress"]
 class Benchmark:
     """A registered benchmark: its name, a one-line summary and its entry point.
 
-    ``quick=False``: ``bench --quick`` without names leaves it out (name it to run it).
+    ``quick=False``: ``bench --quick`` without names leaves it out (name it to run it);
+    ``workload``: its timed device work is the workload module's (``--workload``).
     """
 
     name: str
     summary: str
     fn: Callable[[BenchConfig], dict[str, Any]]
     quick: bool = True
+    workload: bool = False
 
 
 #: Every benchmark, in the order a full run takes them.
@@ -51,13 +53,33 @@ BENCHMARKS: dict[str, Benchmark] = {
     bench.name: bench
     for bench in (
         Benchmark("overhead", "idle-stream sync round trip vs raw and to_thread", _overhead.run),
-        Benchmark("launch", "queued launch rate vs raw and one to_thread per launch", _launch.run),
-        Benchmark("sync-modes", "default vs FAST_SYNC: wake-up latency and CPU", _sync_modes.run),
         Benchmark(
-            "request", "launch then await, back to back, vs a dedicated thread", _request.run
+            "launch",
+            "queued launch rate vs raw and one to_thread per launch",
+            _launch.run,
+            workload=True,
         ),
-        Benchmark("scale", "thousands of waiters over 8 devices: threads, memory", _scale.run),
-        Benchmark("pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run),
+        Benchmark(
+            "sync-modes",
+            "default vs FAST_SYNC: wake-up latency and CPU",
+            _sync_modes.run,
+            workload=True,
+        ),
+        Benchmark(
+            "request",
+            "launch then await, back to back, vs a dedicated thread",
+            _request.run,
+            workload=True,
+        ),
+        Benchmark(
+            "scale",
+            "thousands of waiters over 8 devices: threads, memory",
+            _scale.run,
+            workload=True,
+        ),
+        Benchmark(
+            "pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run, workload=True
+        ),
         Benchmark("model", "Model.run requests vs blocking execute in to_thread", _model.run),
         Benchmark("ray", "items/s on 1, 2 and 4 Ray NPU actors vs one device", _ray.run),
         Benchmark("serve", "an ASGI service: aclasync vs naive to_thread handler", _serve.run),
