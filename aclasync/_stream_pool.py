@@ -16,6 +16,7 @@ import anyio.lowlevel
 
 from ._errors import AclError, report
 from ._factory import AsyncResource
+from ._loop import _loop_key
 from ._pyacl.constants import StreamFlag
 from ._stream_config import check_stream_config
 from ._waits import check_timeout
@@ -89,7 +90,8 @@ class StreamPool(AsyncResource):
     their failures, so a borrower always learns of its own.
 
     Unlike a ``Device``, a pool belongs to the event loop that opened it (its queue
-    of borrowers is made of that loop's primitives): open one per loop.
+    of borrowers is made of that loop's primitives): open one per loop; a borrow from
+    another loop raises ``RuntimeError``.
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class StreamPool(AsyncResource):
         self._flags = flags
         self._priority = priority
         self._opened = False
+        self._owner: object = None  # the event loop that opened it
         self._closing = False
         self._closed = False
         self._forced = False
@@ -168,6 +171,7 @@ class StreamPool(AsyncResource):
         if self._opened:
             raise RuntimeError(f"{self!r} was already opened")
         self._opened = True
+        self._owner = _loop_key()  # its waits are this loop's: see _lend
         try:
             with anyio.CancelScope(shield=True):
                 for device in self._devices:
@@ -203,6 +207,10 @@ class StreamPool(AsyncResource):
 
     async def _lend(self) -> tuple[Stream, anyio.CancelScope]:
         """Borrow a stream and open its lease (``_Borrow.__aenter__``)."""
+        if self._opened and _loop_key() is not self._owner:  # (its waiters: this loop's)
+            raise RuntimeError(
+                f"{self!r} belongs to the event loop that opened it: open one per loop"
+            )
         stream = await self._acquire()
         lease = anyio.CancelScope()
         lease.__enter__()

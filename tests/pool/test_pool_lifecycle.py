@@ -336,3 +336,29 @@ async def test_a_device_closed_under_a_borrower_leaves_its_finished_work_quiet(
             await anyio.wait_all_tasks_blocked()
             gate.set()
     assert outcomes == {"borrower": "done", "second": "closed"}
+
+
+@pytest.mark.parametrize("other_loop", ["asyncio", "trio"])
+async def test_a_borrow_from_another_event_loop_is_refused(rt: Any, other_loop: str) -> None:
+    # The pool's queue of borrowers is its loop's: a waiter from another loop was never
+    # woken (and the owner's loop then hung in its own borrow's exit).
+    outcome: list[BaseException] = []
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+
+            def borrow_elsewhere() -> None:
+                async def borrow() -> None:
+                    try:
+                        async with pool.stream():
+                            pass
+                    except RuntimeError as exc:
+                        outcome.append(exc)
+
+                anyio.run(borrow, backend=other_loop)
+
+            async with pool.stream():  # the only stream is out
+                await anyio.to_thread.run_sync(borrow_elsewhere)
+            async with pool.stream() as s:  # and the owner's loop goes on
+                await s.synchronize()
+    assert len(outcome) == 1
+    assert "belongs to the event loop that opened it" in str(outcome[0])
