@@ -187,8 +187,7 @@ class Delivery:
             except RuntimeError:
                 self._die()
                 raise
-        elif self._closed():  # closed with a drain due: that drain never runs
-            self._die()
+        elif self.gone():  # closed with a drain due: that drain never runs
             raise RuntimeError("the event loop is closed")
 
     def _die(self) -> None:

@@ -108,6 +108,9 @@ class Model(AsyncResource):
         self._closed = False
         self._close_done: anyio.Event | None = None
         device._state.holders.add(self)  # a device closed first reports the orphans
+        #: Why ``run`` cannot carry one of the tensors as an array, if it cannot.
+        refusals = [why for t in (*self._inputs, *self._outputs) if (why := _size_refusal(t))]
+        self._unsized = refusals[0] if refusals else None
 
     def take_failures(self) -> list[BaseException]:
         """The failures of runs nobody waited for, for whoever closes first (this model
@@ -440,7 +443,7 @@ class Model(AsyncResource):
                 except anyio.ClosedResourceError:  # force-closed meanwhile: nothing to wait
                     pass
         for stream in self._chained:  # past its waits for the runs' events
-            if not stream.closed and stream not in set(self._streams):
+            if not stream.closed and stream not in self._streams:
                 with contextlib.suppress(anyio.ClosedResourceError):  # (as above)
                     await stream._drain()
         for slot in slots:
@@ -481,8 +484,8 @@ class Model(AsyncResource):
                     f"output {tensor.name!r} has a dynamic shape {tensor.shape}; "
                     "Model.run takes static shapes only"
                 )
-        for tensor in (*self._inputs, *self._outputs):
-            _check_size(tensor)
+        if self._unsized is not None:
+            raise ValueError(self._unsized)
         if len(arrays) != len(self._inputs):
             raise ValueError(f"the model takes {len(self._inputs)} inputs, got {len(arrays)}")
         checked = []
@@ -505,20 +508,21 @@ class Model(AsyncResource):
         return checked
 
 
-def _check_size(tensor: TensorInfo) -> None:
-    """Refuse a tensor ``run`` cannot carry as an array: one without bytes, or whose
-    buffer is not its shape's (an AIPP image input, an aligned size)."""
+def _size_refusal(tensor: TensorInfo) -> str | None:
+    """Why ``run`` cannot carry *tensor* as an array, if it cannot: it has no bytes, or
+    its buffer is not its shape's (an AIPP image input, an aligned size)."""
     if -1 in tensor.shape:
-        return  # (refused as dynamic)
+        return None  # (refused as dynamic)
     if tensor.nbytes <= 0:
-        raise ValueError(f"tensor {tensor.name!r} has no bytes (shape {tensor.shape})")
+        return f"tensor {tensor.name!r} has no bytes (shape {tensor.shape})"
     shaped = int(np.prod(tensor.shape, dtype=np.int64)) * tensor.dtype.itemsize
     if shaped != tensor.nbytes:
-        raise ValueError(
+        return (
             f"tensor {tensor.name!r} takes a {tensor.nbytes}-byte buffer, not its shape's "
             f"{tensor.shape} x {tensor.dtype} ({shaped} bytes): Model.run cannot carry it "
             "as an array; use Model.launch with buffers of your own"
         )
+    return None
 
 
 class _Chain:

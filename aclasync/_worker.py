@@ -295,16 +295,14 @@ class DeviceWorker:
             api = "acl.rt.destroy_stream_force" if force else "acl.rt.destroy_stream"
             self._fail(lane, self.handles.error(ret, api, lane))
         if not reported:
-            while lane.errors:
-                self.orphan_errors.append(lane.errors.popleft())
+            self._to_device(lane)
 
     def close_when_done(self, lane: Lane) -> None:
         """A close of *lane* was cancelled: its failures go to the device from now on,
         and it is destroyed once its work is done, waited for as any sync is (the
         worker is not held meanwhile)."""
         lane.disown()
-        while lane.errors:
-            self.orphan_errors.append(lane.errors.popleft())
+        self._to_device(lane)
         close = functools.partial(self.close_stream, lane, force=False, reported=False)
 
         def queue_close() -> None:  # on a thread of the device, once the work is done
@@ -320,8 +318,7 @@ class DeviceWorker:
         if lane.closed:
             return
         lane.disown()
-        while lane.errors:
-            self.orphan_errors.append(lane.errors.popleft())
+        self._to_device(lane)
         with self.watcher.points() as points:
             forgotten = points.drop_if_forsaken(lane)
         error = self.handles.forget_stream(lane) if forgotten else None
@@ -386,6 +383,11 @@ class DeviceWorker:
     def _fail(self, lane: Lane, error: BaseException) -> None:
         errors = self.orphan_errors if lane.disowned else lane.errors
         errors.append((next(self._error_seq), error))
+
+    def _to_device(self, lane: Lane) -> None:
+        """The failures *lane* holds go to the device (``orphan_errors``), in order."""
+        while lane.errors:
+            self.orphan_errors.append(lane.errors.popleft())
 
     def orphan(self, error: BaseException) -> None:
         """Give the device a failure nobody else can report (from any thread)."""
