@@ -16,7 +16,7 @@ import anyio.lowlevel
 
 from ._errors import AclError, report
 from ._factory import AsyncResource
-from ._loop import _loop_key
+from ._loop import Delivery, current_delivery
 from ._pyacl.constants import StreamFlag
 from ._stream_config import check_stream_config
 from ._waits import check_timeout
@@ -102,7 +102,7 @@ class StreamPool(AsyncResource):
         self._flags = flags
         self._priority = priority
         self._opened = False
-        self._owner: object = None  # the event loop that opened it
+        self._owner: Delivery | None = None  # the event loop that opened it (held weakly)
         self._closing = False
         self._closed = False
         self._forced = False
@@ -171,7 +171,7 @@ class StreamPool(AsyncResource):
         if self._opened:
             raise RuntimeError(f"{self!r} was already opened")
         self._opened = True
-        self._owner = _loop_key()  # its waits are this loop's: see _lend
+        self._owner = current_delivery()  # its waits are this loop's: see _lend
         try:
             with anyio.CancelScope(shield=True):
                 for device in self._devices:
@@ -207,7 +207,7 @@ class StreamPool(AsyncResource):
 
     async def _lend(self) -> tuple[Stream, anyio.CancelScope]:
         """Borrow a stream and open its lease (``_Borrow.__aenter__``)."""
-        if self._opened and _loop_key() is not self._owner:  # (its waiters: this loop's)
+        if self._opened and current_delivery() is not self._owner:  # (its waiters: its loop's)
             raise RuntimeError(
                 f"{self!r} belongs to the event loop that opened it: open one per loop"
             )
