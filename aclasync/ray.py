@@ -482,9 +482,8 @@ class _Feed:
         self.retry: deque[tuple[int, Any]] = deque()
         self.alive = set(range(len(actors)))
         self.load = dict.fromkeys(self.alive, 0)
-        #: Per actor found unavailable, with no result since: (since when, the pause
-        #: before it is sent work again, until when) in monotonic seconds.
-        self.down: dict[int, tuple[float, float, float]] = {}
+        #: Per actor found unavailable, with no result since: its pause.
+        self.down: dict[int, _Down] = {}
         #: ref -> (actor, index, item)
         self.pending: dict[Any, tuple[int, int, Any]] = {}
 
@@ -504,7 +503,7 @@ class _Feed:
     def submit(self) -> None:
         """Fill the free slots of every live actor not paused, the least loaded first."""
         now = time.monotonic()
-        ready = [actor for actor in self.alive if self.down.get(actor, (0, 0, 0))[2] <= now]
+        ready = [a for a in self.alive if a not in self.down or self.down[a].until <= now]
         for actor in sorted(ready, key=self.load.__getitem__):
             while self.load[actor] < self.in_flight:
                 work = self.next_item()
@@ -521,7 +520,8 @@ class _Feed:
         if self.exhausted and not self.retry:
             return None
         now = time.monotonic()
-        until = [self.down[a][2] for a in self.alive if a in self.down and self.down[a][2] > now]
+        until = [self.down[a].until for a in self.alive if a in self.down]
+        until = [moment for moment in until if moment > now]
         return max(0.0, min(until) - now) if until else None
 
     def answered(self, actor: int) -> None:
@@ -541,11 +541,9 @@ class _Feed:
             return
         if isinstance(error, ray.exceptions.ActorUnavailableError):
             now = time.monotonic()
-            since, pause, until = self.down.get(actor, (now, _FIRST_PAUSE_S / 2, now))
-            if now - since < _UNAVAILABLE_S:
-                if until <= now:  # (its other items failing meanwhile: one pause)
-                    pause = min(2 * pause, _MAX_PAUSE_S)
-                    self.down[actor] = (since, pause, now + pause)
+            down = self.down.setdefault(actor, _Down(now))
+            if now - down.since < _UNAVAILABLE_S:
+                down.pause_again(now)
                 return
         self.down.pop(actor, None)
         self.alive.discard(actor)
@@ -555,6 +553,23 @@ class _Feed:
             unfinished = len(self.retry) + len(self.pending)
             message = _lost_message(len(self.actors), unfinished, self.read, self.items)
             raise ActorLostError(message) from error
+
+
+@dataclasses.dataclass
+class _Down:
+    """An actor found unavailable at *since* (monotonic s), with no result since: it is
+    sent work again at *until*, after a pause that doubles each time it is still down."""
+
+    since: float
+    pause: float = 0.0
+    until: float = 0.0
+
+    def pause_again(self, now: float) -> None:
+        """Pause it (longer than last time) unless a pause is under way (its other items
+        failing meanwhile are the same spell)."""
+        if self.until <= now:
+            self.pause = min(max(2 * self.pause, _FIRST_PAUSE_S), _MAX_PAUSE_S)
+            self.until = now + self.pause
 
 
 def _dispatch(feed: _Feed) -> Iterator[Completed]:
