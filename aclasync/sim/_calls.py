@@ -59,6 +59,14 @@ class CallGroup:
         self._core.last_task_id = task.task_id
         return RC.OK
 
+    def _queue(self, stream: SimStream, task: Task, *, wait: bool) -> int:
+        """``_submit``, then, if *wait*, wait for the task (a copy or fill with pageable
+        host memory is done before its call returns)."""
+        ret = self._submit(stream, task)
+        if ret == RC.OK and wait:
+            wait_for_tasks(self._core, [task], None)
+        return ret
+
     def _wait_stream(self, stream: SimStream, timeout_ms: int) -> bool:
         """Wait for *stream*'s queued work, in the stream's sync mode."""
         tail = stream.tail

@@ -7,8 +7,8 @@ import time
 
 from ._args import parsed
 from ._calls import CallGroup
-from ._core import Core, check_ints, wait_for_tasks
-from ._objects import SimStream, Task
+from ._core import Core, check_ints
+from ._objects import Task
 from ._rc import RC
 
 __all__ = ["MemoryCalls", "allocate_device_memory", "free_device_memory"]
@@ -143,12 +143,6 @@ class MemoryCalls(CallGroup):
         return self._queue(found, task, wait=not pinned)
 
     # -- helpers ---------------------------------------------------------------------
-
-    def _queue(self, stream: SimStream, task: Task, *, wait: bool) -> int:
-        ret = self._submit(stream, task)
-        if ret == RC.OK and wait:
-            wait_for_tasks(self._core, [task], None)
-        return ret
 
     def _plan_copy(
         self, dst: int, src: int, count: int

@@ -207,8 +207,6 @@ class MoreMemoryCalls(CallGroup):
         ret = _arguments_2d(dst, dpitch, src, spitch, width, height, kind)
         if ret is not None:
             return ret
-        if height > _MAX_HEIGHT_2D or width > _MAX_WIDTH_2D:  # MemCopy2DCheckParam
-            return RC.PARAM_INVALID
         ret = self._kind_2d(dst, src, kind, synchronous=True)
         if ret:
             return ret
@@ -243,8 +241,6 @@ class MoreMemoryCalls(CallGroup):
         ret = _arguments_2d(dst, dpitch, src, spitch, width, height, kind)
         if ret is not None:
             return ret
-        if height > _MAX_HEIGHT_2D or width > _MAX_WIDTH_2D:  # MemCopy2DCheckParam
-            return RC.PARAM_INVALID
         ctx, found, ret = self._resolve_stream(stream)
         if found is None:
             return ret
@@ -262,11 +258,8 @@ class MoreMemoryCalls(CallGroup):
             for target, source in pending.pop():
                 target[:] = source
 
-        task = Task(found, "memcpy2d", action=copy)
-        ret = self._submit(found, task)
-        if ret == RC.OK and not pinned:  # pageable memory: done before the call returns,
-            wait_for_tasks(self._core, [task], None)  # as aclrtMemcpy2dAsync documents
-        return ret
+        # With pageable memory, done before the call returns, as aclrtMemcpy2dAsync says.
+        return self._queue(found, Task(found, "memcpy2d", action=copy), wait=not pinned)
 
     # -- attributes -------------------------------------------------------------------
 
@@ -368,12 +361,15 @@ _MAX_WIDTH_2D = 5_000_000
 def _arguments_2d(
     dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int
 ) -> int | None:
-    """``aclrtMemcpy2d(Async)Impl``'s checks: 0 for a zero size (nothing to copy), a code
-    for bad arguments, None to go on."""
+    """``aclrtMemcpy2d(Async)Impl``'s checks, then the runtime's bounds
+    (``MemCopy2DCheckParam``, 107000): 0 for a zero size (nothing to copy), a code for
+    bad arguments, None to go on."""
     if width == 0 or height == 0:  # IsZeroSizeMemcpy2d, before everything else
         return RC.OK
     if dst == 0 or src == 0 or width > dpitch or width > spitch or kind not in _KINDS_2D:
         return RC.INVALID_PARAM
+    if height > _MAX_HEIGHT_2D or width > _MAX_WIDTH_2D:
+        return RC.PARAM_INVALID
     return None
 
 
