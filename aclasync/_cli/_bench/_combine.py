@@ -71,14 +71,13 @@ def load_runs(paths: Sequence[str | Path]) -> list[Mapping[str, Any]]:
             hint = "run 'aclasync bench sync-modes --json FILE'"
             raise ValueError(f"{path}: no sync-modes result ({hint})")
         _check_rows(path, sync_modes["rows"])
-        config = data.get("config")
-        config = config if isinstance(config, dict) else {}
+        config = _config(data)
         for other, before in seen:
             if _same_run(data, before):
                 raise ValueError(
                     f"{path} and {other} hold the same run: combining it twice would count it twice"
                 )
-            first = before.get("config") if isinstance(before.get("config"), dict) else {}
+            first = _config(before)
             for key in _SAME:
                 if _comparable(key, config.get(key)) != _comparable(key, first.get(key)):
                     raise ValueError(
@@ -125,11 +124,16 @@ def _same_run(one: Mapping[str, Any], two: Mapping[str, Any]) -> bool:
     """Identical files, or the same start time on the same machine."""
     if one == two:
         return True
-    started = (one.get("config") or {}).get("started")
+    started = _config(one).get("started")
     return started is not None and (
-        started == (two.get("config") or {}).get("started")
-        and one.get("machine") == two.get("machine")
+        started == _config(two).get("started") and one.get("machine") == two.get("machine")
     )
+
+
+def _config(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's ``config`` (empty if it has none, or not an object)."""
+    config = data.get("config")
+    return config if isinstance(config, dict) else {}
 
 
 def _comparable(key: str, value: Any) -> Any:
@@ -170,7 +174,7 @@ def combine(runs: Sequence[Mapping[str, Any]]) -> Combined:
             f"the runs have no over_us for {len(missing)} loop, mode and kernel length "
             f"cell(s), {missing[0]} first: each must cover them all"
         )
-    quick = any(bool((run.get("config") or {}).get("quick")) for run in runs)
+    quick = any(bool(_config(run).get("quick")) for run in runs)
     return Combined(len(runs), cells, quick)
 
 
