@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import anyio
 import pytest
 
 import aclasync
 import aclasync.sim
+from aclasync._cli import _workload
 from aclasync._cli._gates import DeviceGates
 from aclasync._cli._workload import (
     MIN_FILL,
@@ -24,6 +26,7 @@ from aclasync._cli._workload import (
     describe_line,
 )
 from aclasync._conformance import ReportThread
+from aclasync.sim import Kernel
 
 pytestmark = pytest.mark.anyio
 
@@ -64,6 +67,42 @@ async def test_memset_work_is_calibrated_on_the_device_and_lasts_about_as_asked(
     # wide bounds, and a ratio between two lengths measured in the same run.
     assert 0.1 * 20_000 <= long <= 10 * 20_000, long
     assert long / short > 2, (short, long)
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+async def test_a_busy_device_during_two_of_three_samples_does_not_skew_the_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The calibration times every run three times. Here two of every three jobs it
+    # queues first keep the device busy for 5 ms, as a busy host would: the shortest
+    # sample is the true one, and the work it plans lasts about as asked.
+    acl = aclasync.sim.create(device_count=1)
+    jobs = 0
+    plain_fill = _workload.fill
+
+    def busy_fill(memset: Callable[..., int], *args: int) -> int:
+        nonlocal jobs
+        jobs += 1
+        if jobs % 3:
+            acl.sim.launch_kernel(Kernel(fn=lambda: _spin(0.005)), args[-1])
+        return plain_fill(memset, *args)
+
+    async with aclasync.open_device(0, backend=acl) as dev:
+        monkeypatch.setattr(_workload, "fill", busy_fill)
+        work = await Workload.calibrate(dev, kind="memset")
+        monkeypatch.setattr(_workload, "fill", plain_fill)
+        async with dev.create_stream() as stream:
+            await work.prepare(stream)
+            took = min([await _device_time_us(dev, work, stream, 20_000) for _ in "abc"])
+            await work.aclose()
+    assert jobs >= 18, "the overhead and at least one size were timed"
+    # Taking the median of the three, a 20 ms fill lasted about 1 ms.
+    assert 0.3 * 20_000 <= took <= 10 * 20_000, (took, work.describe())
 
 
 async def test_the_cap_bounds_each_streams_scratch_buffer() -> None:

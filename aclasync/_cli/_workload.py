@@ -59,6 +59,8 @@ MIN_FILL = 32
 TARGET_CALL_US = 100.0
 #: Fill sizes the calibration starts from and grows by.
 _FIRST_SIZE, _GROWTH = 256 << 10, 4
+#: At most this many sizes are timed (each a few milliseconds at most).
+_MAX_SIZES = 8
 _FILL_VALUE = 0
 
 
@@ -340,44 +342,52 @@ async def time_model(
 
 
 async def _calibrate_fill(dev: Device[Any], cap: int) -> tuple[FillRate, dict[str, Any]]:
-    """Time fills of growing size on a stream of its own; return the rate found."""
+    """Time fills of growing size on a stream of its own; return the rate found.
+
+    A fill's cost per call is the difference between a run of *n* calls and one of
+    *2n*, divided by *n*: what a run pays once (the events, the device waiting for
+    the host's first call) cancels out, where dividing one run by its calls counted
+    it in and, when it was large, gave a rate several times too low. Each run is
+    timed three times and the shortest counts: a busy host lengthens one, never
+    shortens it.
+    """
     began = time.perf_counter()
     memset = dev.acl.rt.memset_async
     watch = await Stopwatch.create(dev)
     try:
         async with dev.create_stream() as stream:
 
+            async def run_us(buffer: DeviceBuffer, calls: int, each: int) -> float:
+                samples = []
+                for _ in range(3):
+                    watch.launch(stream, fill, (memset, buffer.ptr, buffer.nbytes, calls, each))
+                    await stream.synchronize()
+                    samples.append(await watch.elapsed_us())
+                return min(samples)
+
             async def per_call(buffer: DeviceBuffer, calls: int, each: int) -> float:
-                watch.launch(stream, fill, (memset, buffer.ptr, buffer.nbytes, calls, each))
-                await stream.synchronize()
-                return await watch.elapsed_us() / calls
+                await run_us(buffer, 1, each)  # the first touch (and the stream's set-up)
+                few, more = await run_us(buffer, calls, each), await run_us(buffer, 2 * calls, each)
+                return max(more - few, 0.0) / calls
 
             # Each size gets a buffer of its own, so that a small device (the
             # simulator's memory is the host's) never holds more than it measures.
             async with await dev.alloc(MIN_FILL) as small:
-                await per_call(small, 1, MIN_FILL)  # the stream's first work pays its set-up
-                overhead = statistics.median(
-                    [await per_call(small, 16, MIN_FILL) for _ in range(3)]
-                )
+                overhead = await per_call(small, 32, MIN_FILL)
+            # Grow the fill until one call takes about TARGET_CALL_US (or the cap is
+            # reached): the rate that matters is that of the calls work is made of,
+            # and one far shorter than the overhead per call measures nothing.
             points: list[tuple[int, float]] = []
             size = min(_FIRST_SIZE, cap)
-            while True:
+            for _ in range(_MAX_SIZES):
                 async with await dev.alloc(size) as buffer:
-                    await per_call(buffer, 1, size)  # the first touch, untimed
-                    took = statistics.median([await per_call(buffer, 2, size) for _ in range(3)])
+                    took = await per_call(buffer, 8, size)
                 points.append((size, took))
-                if took >= TARGET_CALL_US or size >= cap:
+                rate = _rate(size, took, overhead)
+                if size >= cap or TARGET_CALL_US / 2 <= took <= 2 * TARGET_CALL_US:
                     break
-                size = min(cap, size * _GROWTH)
-            size, took = points[-1]
-            rate = _rate(size, took, overhead)
-            # The rate that matters is that of the calls work is made of: time those.
-            chunk = _chunk(rate, cap)
-            async with await dev.alloc(chunk) as buffer:
-                await per_call(buffer, 1, chunk)  # the first touch, untimed
-                took = statistics.median([await per_call(buffer, 8, chunk) for _ in range(3)])
-            points.append((chunk, took))
-            rate = _rate(chunk, took, overhead)
+                grown = _chunk(rate, cap) if took > 2 * overhead else size * _GROWTH
+                size = min(cap, max(MIN_FILL, grown))
     finally:
         await watch.aclose()
     chunk = _chunk(rate, cap)
@@ -394,9 +404,11 @@ async def _calibrate_fill(dev: Device[Any], cap: int) -> tuple[FillRate, dict[st
 def _rate(size: int, took: float, overhead: float) -> float:
     """Bytes per microsecond of fill, from one call of *size* bytes taking *took* us.
 
-    A call no longer than an empty one (a device far faster than its call overhead)
-    would give no rate: the whole call time counts then, which errs long.
+    A call no longer than twice an empty one (a device far faster than its call
+    overhead) leaves too little to measure: the whole call time counts then, which
+    errs short, by at most half.
     """
+    took = max(took, 1e-3)  # two runs alike to the microsecond: a very fast fill
     return size / (took - overhead if took > 2 * overhead else took)
 
 
