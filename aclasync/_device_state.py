@@ -159,9 +159,9 @@ class DeviceState:
         to report). It queues no stream work (``calls`` does not count it); a fault in
         it is the device's death, as in any ``Run`` job."""
         if not self.gone():
-            try:  # noqa: SIM105 - a worker that just died released everything itself
+            try:  # noqa: SIM105 - a worker that just died or stopped released everything
                 self.worker.submit(Run(fn))
-            except anyio.BrokenResourceError:
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass
 
     # -- waits: each is wait_for (the worker answers), Waiter.wait, settle ------------------
@@ -307,7 +307,7 @@ class DeviceState:
         streams = self.streams
         for handle, lane in list(self._by_handle.items()):
             if lane.borrowed and handle not in streams:
-                del self._by_handle[handle]
+                self._by_handle.pop(handle, None)
                 self._lanes.pop(lane, None)
                 self.post(functools.partial(self.worker.let_go, lane))
 
@@ -342,7 +342,7 @@ class DeviceState:
             await anyio.lowlevel.checkpoint()
             return
         if self._by_handle.get(lane.handle) is lane:  # a wrapper made from now on is new
-            del self._by_handle[lane.handle]
+            self._by_handle.pop(lane.handle, None)
         if not force:
             waiter = self.wait_for(lane, timed=False)
             try:
@@ -375,8 +375,9 @@ class DeviceState:
 
     def _prune_closed(self) -> None:
         """Forget streams whose cancelled close has since destroyed them."""
-        for lane in [lane for lane in self._lanes if lane.closed]:
-            del self._lanes[lane]
+        # A snapshot, and pop: another loop's thread may add or close streams meanwhile.
+        for lane in [lane for lane in list(self._lanes) if lane.closed]:
+            self._lanes.pop(lane, None)
 
     async def close_default(
         self, lane: Lane, *, force: bool, propagating: BaseException | None

@@ -5,7 +5,7 @@ and kernels go to the stream's ``Lane.errors``, reported by the rule in docs/err
 
 Who owns what:
 - the worker thread: the inbox's consuming end, the ``Handles``, each lane's counters
-  and ``life``;
+  and ``life``, ``_stopping`` (which ``submit`` reads, from any thread);
 - the worker and the waiting thread, under ``Watcher.lock``: the streams waited for,
   each lane's ``watches`` and ``loan``, the resolved waiters;
 - the event loop: the inbox's appending end, ``Lane.submitted``, ``settled_at`` and
@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import outcome
 
 from ._errors import AclError, DeviceBrokenError, call_name
@@ -74,6 +75,7 @@ class DeviceWorker:
         self._wake = _thread.allocate_lock()
         self._wake.acquire()
         self._idle = False
+        self._stopping = False
         self._look = False
         self._last_jobs = 0.0
         self._busy_s = options.busy_window_ms / 1e3
@@ -109,12 +111,17 @@ class DeviceWorker:
         self._thread.start()
 
     def submit(self, job: Job) -> None:
-        """Hand the worker a job (from the event loop); never blocks."""
+        """Hand the worker a job (from any thread); never blocks. One that came after the
+        stop (a close on another thread raced the caller's check) is refused."""
         inbox = self._inbox
         inbox.append(job)
         if self.death is not None:  # died before or meanwhile: nothing will run it
             inbox.clear()
             raise self.broken_error()
+        if self._stopping:  # the worker runs what it finds after the stop: is it there?
+            with contextlib.suppress(ValueError):
+                inbox.remove(job)
+                raise anyio.ClosedResourceError(f"device {self.device_id} is closed")
         if self._idle:
             self._rouse()
 
@@ -183,7 +190,9 @@ class DeviceWorker:
         while inbox:
             job = self._current = inbox.popleft()
             job.run(self)
-            if job.__class__ is Stop:
+            if job.__class__ is Stop:  # what came meanwhile runs too; later jobs are refused
+                self._stopping = True
+                self._drain()
                 return job
         self._current = None
         return None
@@ -298,16 +307,15 @@ class DeviceWorker:
             self._to_device(lane)
 
     def close_when_done(self, lane: Lane) -> None:
-        """A close of *lane* was cancelled: its failures go to the device from now on,
-        and it is destroyed once its work is done, waited for as any sync is (the
-        worker is not held meanwhile)."""
+        """A close of *lane* was cancelled: its failures go to the device from now on; it
+        is destroyed once its work is done, waited for as any sync is (not holding us)."""
         lane.disown()
         self._to_device(lane)
         close = functools.partial(self.close_stream, lane, force=False, reported=False)
 
         def queue_close() -> None:  # on a thread of the device, once the work is done
             if self.death is None:  # else it released all (and its death is not seen here)
-                with contextlib.suppress(DeviceBrokenError):
+                with contextlib.suppress(DeviceBrokenError, anyio.ClosedResourceError):
                     self.submit(Run(close))
 
         self.fence_now(lane, Waiter(Then(queue_close)), timed=False)
@@ -341,23 +349,21 @@ class DeviceWorker:
 
     def forget_event(self, lane: Lane, event: int, record: EventRecord) -> None:
         """Take back a closed event: fail its pending waits, return it to the pool (a
-        wrapped one, ``wrap_event``'s, is let go of; one aclasync recorded on a wrapped
-        stream is its own, and goes back)."""
+        ``wrap_event`` one is let go of; one recorded on a wrapped stream goes back)."""
         if lane.handle < 0 or self.handles.give_back_event(event):
             with self.watcher.points() as points:
                 points.forget(lane, record)
 
     def _teardown(self) -> list[BaseException]:
-        """At stop: let the work finish, collect failures, release everything, reset;
-        the releases' failures."""
+        """At stop: let the work finish, release everything, reset; the releases' failures."""
         if not self._device_set:
             return []
         self.watcher.finish(list(self.handles.lanes.values()))
         return list(self.handles.release_all(reset=True))
 
     def _die(self, exc: BaseException) -> None:
-        """Fail every pending waiter with a fresh ``DeviceBrokenError``; release what
-        the device holds as far as the runtime lets us."""
+        """Fail every pending waiter with a fresh ``DeviceBrokenError``; release what the
+        device holds as far as the runtime lets us."""
         self.death = exc
         waiters = self.watcher.abandon_all(self.handles.lanes.values())
         jobs = [self._current, *self._inbox]
