@@ -57,7 +57,8 @@ class _Buffer(AsyncResource):
         return self._closed or self._state.closed
 
     async def aclose(self) -> None:
-        """Free the memory on the device worker. Idempotent; survives cancellation.
+        """Free the memory on the device worker. Idempotent; survives cancellation (the
+        memory is freed, then the cancellation goes on).
 
         Like ``acl.rt.free``, this does not wait for queued work that still uses it.
         Quiet once the device is closed or broken: the device freed the memory then.
@@ -67,6 +68,7 @@ class _Buffer(AsyncResource):
             return
         self._closed = True
         await self._state.free(self._ptr)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # freed: a cancellation goes on
 
     def _check_open(self) -> None:
         if self._closed:

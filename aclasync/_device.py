@@ -201,7 +201,7 @@ class Device(AsyncResource, Generic[AclT]):
         or more; ``anyio.ClosedResourceError`` for a closed ``Stream``.
         """
         if isinstance(obj, Stream) and obj.device is not self:
-            raise ValueError(f"{obj!r} is a stream of another device than {self!r}")
+            raise ValueError(f"{obj!r} belongs to {self._state.other(obj._state)}")
         handle = stream_handle(obj)
         if handle == 0:
             return self._default_stream
@@ -367,8 +367,8 @@ def open_device(
     """
     if isinstance(device_id, bool) or not isinstance(device_id, int):
         raise TypeError(f"device_id must be an int, got {type(device_id).__name__}")
-    if device_id < 0:
-        raise ValueError(f"device_id must be >= 0, got {device_id}")
+    if not 0 <= device_id < 2**31:  # pyACL parses it as a C int
+        raise ValueError(f"device_id must be >= 0 and < 2**31, got {device_id}")
     if options is not None and not isinstance(options, WorkerOptions):
         raise TypeError(f"options must be aclasync.WorkerOptions, got {type(options).__name__}")
     return _DeviceOpener(device_id, backend, options or WorkerOptions())

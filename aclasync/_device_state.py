@@ -109,6 +109,13 @@ class DeviceState:
         if self.worker.death is not None:
             raise self.worker.broken_error()
 
+    def other(self, theirs: DeviceState) -> str:
+        """Names the device of an object of *theirs*, not this state, for errors: another
+        device, or another ``open_device`` of the same one (whose objects are its own)."""
+        if theirs.device_id == self.device_id:
+            return f"another open_device({self.device_id}) (aclasync keeps each one's apart)"
+        return f"another device (device {theirs.device_id}, not {self.device_id})"
+
     # -- round trips -----------------------------------------------------------------
 
     async def roundtrip(self, fn: Callable[[], _T]) -> _T:

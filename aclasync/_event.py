@@ -108,7 +108,8 @@ class Event(AsyncResource):
         ``timeout`` (seconds) expiry raises ``AclTimeoutError``; ``timeout=0`` polls
         once (a completed event succeeds). Cancellation abandons the wait only.
         Closing the event meanwhile, or its stream with ``force=True``, makes the wait
-        raise ``anyio.ClosedResourceError``.
+        raise ``anyio.ClosedResourceError``; so does a wait begun after its stream's
+        forced close.
         """
         timeout = check_timeout(timeout)
         self._check_open()
@@ -149,8 +150,8 @@ class Event(AsyncResource):
                 int(ErrorCode.ACL_ERROR_RT_PARAM_INVALID),
                 "acl.rt.event_elapsed_time",
                 device=self._state.device_id,
-                detail=f"{end!r} belongs to another device: both events must be "
-                "recorded on one device (pyACL: on the same stream)",
+                detail=f"{end!r} belongs to {self._state.other(end._state)}: both "
+                "events must be recorded on one device (pyACL: on the same stream)",
             )
         await self.synchronize()
         await end.synchronize()

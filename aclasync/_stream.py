@@ -199,8 +199,8 @@ class Stream(AsyncResource):
                 "acl.rt.stream_wait_event",
                 device=self._device.id,
                 stream=self.handle,
-                detail=f"{event!r} belongs to device {event._state.device_id}: an event "
-                "waited on must be of the stream's own device (its context)",
+                detail=f"{event!r} belongs to {self._state.other(event._state)}: an "
+                "event waited on must be of the stream's own device (its context)",
             )
         rt = self._device.acl.rt
         handle, record, device = event.handle, event._record, self._device.id

@@ -13,7 +13,9 @@ must see (found by an adversarial review), on every event loop:
   by the device's close (the cancel scope swallows the cancellation and its notes);
 - a cancelled wait stops the device looking for its stream's work (a FAST_SYNC stream
   was polled, at a quarter of a core, for as long as its kernel ran);
-- two threads never both take a turn (a device's close, a stream's overflow read).
+- two threads never both take a turn (a device's close, a stream's overflow read);
+- a device id pyACL cannot parse is refused at the call; an object of another opening
+  of the same device is named so; a buffer's close in a cancelled scope checkpoints.
 """
 
 from __future__ import annotations
@@ -396,3 +398,35 @@ async def test_two_threads_recording_while_a_dropped_event_waits_to_go_back(rt: 
         for thread in threads:
             await anyio.to_thread.run_sync(thread.join, 10)
         assert errors == []
+
+
+async def test_a_device_id_pyacl_cannot_parse_is_refused_at_the_call(rt: Any) -> None:
+    with pytest.raises(ValueError, match=r"device_id must be >= 0 and < 2\*\*31, got 2147483648"):
+        aclasync.open_device(2**31, backend=rt)
+
+
+async def test_an_event_of_another_opening_of_the_same_device_is_named_so(rt: Any) -> None:
+    async with (
+        aclasync.open_device(0, backend=rt) as one,
+        aclasync.open_device(0, backend=rt) as two,
+    ):
+        event = await two.default_stream.record_event()
+        with pytest.raises(aclasync.AclError, match=r"another open_device\(0\)"):
+            one.default_stream.wait_event(event)
+        async with await two.create_stream() as theirs:
+            with pytest.raises(ValueError, match=r"another open_device\(0\)"):
+                one.wrap_stream(theirs)
+
+
+@pytest.mark.parametrize("host", [False, True])
+async def test_a_buffers_close_in_a_cancelled_scope_frees_it_then_raises(
+    rt: Any, host: bool
+) -> None:
+    async with opened(rt) as dev:
+        buffer = await (dev.alloc_host(64) if host else dev.alloc(64))
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await buffer.aclose()
+            pytest.fail("the close checkpoints")  # (a trio loop could not be cancelled)
+        assert buffer.closed
+        assert dev.acl.sim.live_objects()["memory_regions"] == 0
