@@ -87,6 +87,48 @@ def test_an_unmodified_pyacl_program_runs_on_the_strict_simulator(tmp_path: Path
     assert "program passed" in done.stdout
 
 
+SYNC_EVENTS = textwrap.dedent(
+    """
+    import acl
+
+    SYNC, TIME_LINE = 0x1, 0x8
+    assert acl.rt.set_device(0) == 0
+    (first, ret), (second, ret2) = acl.rt.create_stream(), acl.rt.create_stream()
+    assert ret == ret2 == 0
+    event, ret = acl.rt.create_event_with_flag(SYNC | TIME_LINE)
+    print("create", ret)
+    if ret == 0:
+        assert acl.rt.record_event(event, first) == 0
+        assert acl.rt.stream_wait_event(second, event) == 0
+        assert acl.rt.reset_event(event, second) == 0
+        assert acl.rt.synchronize_stream(second) == 0
+        assert acl.rt.destroy_event(event) == 0
+    for stream in (first, second):
+        assert acl.rt.destroy_stream(stream) == 0
+    assert acl.rt.reset_device(0) == 0
+    print("program passed")
+    """
+)
+
+
+@pytest.mark.parametrize(("setting", "created"), [("", 107000), ("runtime", 0)])
+def test_the_event_flags_a_program_may_use_follow_the_environment(
+    tmp_path: Path, setting: str, created: int
+) -> None:
+    # pyACL's reference page takes TIME_LINE alone; CANN's runtime takes SYNC too, and
+    # a program written for it waits on such an event across streams, then resets it.
+    program = tmp_path / "prog.py"
+    program.write_text(SYNC_EVENTS)
+    done = _run(
+        [sys.executable, str(program)],
+        tmp_path,
+        ACLASYNC_SIM_STRICT="1",
+        ACLASYNC_SIM_EVENT_FLAGS=setting,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["create", str(created), "program", "passed"]
+
+
 def test_import_acl_is_the_process_wide_runtime(tmp_path: Path) -> None:
     code = (
         "import acl, aclasync.sim\n"

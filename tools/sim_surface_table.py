@@ -26,7 +26,7 @@ END = "<!-- end of surface table -->"
 
 #: Notes on modelled calls: where the model is partial, or chooses a code the docs leave open.
 NOTES = {
-    "acl.init": "a path that names no file: 100003",
+    "acl.init": "a path that names no file (or over 10 MiB): 100003; not JSON: 100006",
     "acl.finalize": "one call clears the count (without `init` too); again: 100037",
     "acl.get_soc_name": "the profile's name",
     "acl.app_log": "the `aclasync.sim.app` logger",
@@ -61,7 +61,9 @@ NOTES = {
     "acl.rt.set_stream_failure_mode": "stop-on-failure stops only the failing stream; "
     "same mode again: 0; STOP to CONTINUE: 207000",
     "acl.rt.create_event": "hardware event allocated at creation, not first record",
-    "acl.rt.create_event_with_flag": "default profile accepts TIME_LINE only (pyACL's reference)",
+    "acl.rt.create_event_with_flag": (
+        "TIME_LINE only (pyACL's reference page); ACLASYNC_SIM_EVENT_FLAGS=runtime: CANN's"
+    ),
     "acl.rt.process_report": "a callback's exception: `SystemError` from it after its batch; "
     "SystemExit/KeyboardInterrupt re-raised",
     "acl.rt.query_event_wait_status": "COMPLETE once every `stream_wait_event` on it was passed",

@@ -6,6 +6,10 @@
   only pyACL's own surface (``aclasync.sim.create(strict=True)``); ``0`` or unset: not.
 - ``ACLASYNC_SIM_DEVICE_COUNT``: its number of devices (default 8).
 - ``ACLASYNC_SIM_SOC``: its SoC profile (default ``Ascend910B3``).
+- ``ACLASYNC_SIM_EVENT_FLAGS``: the flags ``create_event_with_flag`` accepts:
+  ``reference`` (default: ``TIME_LINE`` alone, as pyACL's reference page says) or
+  ``runtime`` (any of ``SYNC``, ``CAPTURE_STREAM_PROGRESS``, 0x4 and ``TIME_LINE``
+  OR-ed, as CANN's runtime takes them: programs written for it wait on such events).
 
 ``install_as_acl`` makes ``import acl`` (and ``import acl.rt``, ``from acl import mdl``)
 yield that runtime: the ``acl`` module in ``acl_module_path()`` calls it.
@@ -13,6 +17,7 @@ yield that runtime: the ``acl`` module in ``acl_module_path()`` calls it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -27,8 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEVICE_COUNT_ENV",
+    "EVENT_FLAGS_ENV",
     "SOC_ENV",
     "STRICT_ENV",
+    "Settings",
     "acl_module_path",
     "install_as_acl",
     "process_runtime",
@@ -38,7 +45,10 @@ __all__ = [
 STRICT_ENV = "ACLASYNC_SIM_STRICT"
 DEVICE_COUNT_ENV = "ACLASYNC_SIM_DEVICE_COUNT"
 SOC_ENV = "ACLASYNC_SIM_SOC"
+EVENT_FLAGS_ENV = "ACLASYNC_SIM_EVENT_FLAGS"
 DEFAULT_SOC = "Ascend910B3"
+#: ``create_event_with_flag``'s accepted flags per ``ACLASYNC_SIM_EVENT_FLAGS`` value.
+EVENT_FLAG_MASKS = {"reference": 0x8, "runtime": 0xF}
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -47,8 +57,19 @@ _lock = threading.Lock()
 _runtime: SimAcl | AclBackend | None = None
 
 
-def settings() -> tuple[bool, int, str]:
-    """``(strict, device_count, soc)`` for the process-wide runtime, from the environment.
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the environment asks of the process-wide runtime (``settings()``)."""
+
+    strict: bool = False
+    device_count: int = DEFAULT_DEVICE_COUNT
+    soc: str = DEFAULT_SOC
+    #: The bits ``create_event_with_flag`` accepts (``EVENT_FLAG_MASKS``).
+    event_flags: int = EVENT_FLAG_MASKS["reference"]
+
+
+def settings() -> Settings:
+    """The process-wide runtime's settings, from the environment.
 
     Raises
     ------
@@ -73,7 +94,11 @@ def settings() -> tuple[bool, int, str]:
     soc = os.environ.get(SOC_ENV, "").strip() or DEFAULT_SOC
     if soc not in PROFILES:
         raise ValueError(f"{SOC_ENV}={soc!r}: expected one of {', '.join(sorted(PROFILES))}")
-    return flag in _TRUE, count, soc
+    raw = os.environ.get(EVENT_FLAGS_ENV, "")
+    flags = raw.strip().lower() or "reference"
+    if flags not in EVENT_FLAG_MASKS:
+        raise ValueError(f"{EVENT_FLAGS_ENV}={raw!r}: expected reference or runtime")
+    return Settings(flag in _TRUE, count, soc, EVENT_FLAG_MASKS[flags])
 
 
 def process_runtime() -> SimAcl | AclBackend:
@@ -85,12 +110,15 @@ def process_runtime() -> SimAcl | AclBackend:
     global _runtime
     with _lock:
         if _runtime is None:
-            strict, count, soc = settings()
-            if strict:
-                _runtime = create(device_count=count, soc=soc, strict=True)
+            asked = settings()
+            profile = dataclasses.replace(
+                PROFILES[asked.soc], event_with_flag_mask=asked.event_flags
+            )
+            if asked.strict:
+                _runtime = create(device_count=asked.device_count, soc=profile, strict=True)
             else:  # built on first use, as the visible devices are read then
                 _runtime = SimAcl(  # type: ignore[abstract]  # see _runtime.create
-                    device_count=count, profile=PROFILES[soc]
+                    device_count=asked.device_count, profile=profile
                 )
         return _runtime
 
@@ -101,8 +129,9 @@ def acl_module_path() -> str:
     With it on ``sys.path`` (``PYTHONPATH=<it> python prog.py``), ``import acl`` in an
     unmodified pyACL program yields ``aclasync.sim.acl``, and aclasync's own backend
     detection takes it for the native backend. Set ``ACLASYNC_SIM_STRICT=1`` to expose
-    only pyACL's surface; ``ACLASYNC_SIM_DEVICE_COUNT`` and ``ACLASYNC_SIM_SOC`` choose
-    the devices and SoC. The directory is part of the installed package.
+    only pyACL's surface; ``ACLASYNC_SIM_DEVICE_COUNT``, ``ACLASYNC_SIM_SOC`` and
+    ``ACLASYNC_SIM_EVENT_FLAGS`` choose the devices, the SoC and the event flags taken.
+    The directory is part of the installed package.
     """
     return str(Path(__file__).with_name("_as_acl"))
 

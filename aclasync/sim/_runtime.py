@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Sequence
@@ -168,16 +169,19 @@ class SimAcl(DataBufferCalls, TensorDescCalls, _AclSurface):
     def init(self, config_path: str | None = None, /) -> int:
         """Initialise (ref-counted): a repeat call returns 100002 and still counts.
 
-        A first call whose *config_path* names no file gives 100003
-        (ACL_ERROR_INVALID_FILE); a repeat call is counted before its path is read,
-        as ``aclInit`` does.
+        A first call whose *config_path* names no regular file, or one over 10 MiB,
+        gives 100003 (ACL_ERROR_INVALID_FILE); one that is not JSON, or nests objects
+        or arrays more than 10 deep, 100006 (ACL_ERROR_PARSE_FILE); an empty one is
+        fine. A repeat call is counted before its path is read, as ``aclInit`` does.
         """
         with self._core.lock:
             if self._core.init_count:
                 self._core.init_count += 1
                 return RC.REPEAT_INITIALIZE
-            if config_path and not os.path.isfile(config_path):
-                return RC.INVALID_FILE
+            if config_path:
+                ret = _config_status(config_path)
+                if ret:
+                    return ret
             self._core.init_count = 1
             self._core.finalized = False
             return RC.OK
@@ -338,3 +342,37 @@ def create(
 
 attach_unmodelled(SimAcl, "acl")
 attach_unmodelled(Rt, "acl.rt")
+
+
+#: ``aclInit``'s limits on its configuration file (CANN's json_parser).
+_CONFIG_MAX_BYTES, _CONFIG_MAX_DEPTH = 10 << 20, 10
+
+
+def _config_status(path: str) -> int:
+    """What ``aclInit`` answers for its configuration file *path*: 0 if it would use it."""
+    if not os.path.isfile(path) or os.path.getsize(path) > _CONFIG_MAX_BYTES:
+        return RC.INVALID_FILE
+    with open(path, "rb") as file:
+        text = file.read().split(b"\0", 1)[0].decode("utf-8", "replace")
+    if not text:
+        return RC.OK
+    depth = {"{": 0, "[": 0}
+    deepest = 0
+    for char in text:  # counted as CANN counts, brackets inside strings included
+        if char in "{[":
+            depth[char] += 1
+            deepest = max(deepest, depth[char])
+        elif char in "}]":
+            opening = "{" if char == "}" else "["
+            depth[opening] = max(0, depth[opening] - 1)
+    if deepest > _CONFIG_MAX_DEPTH:
+        return RC.PARSE_FILE
+    try:
+        json.loads(text, parse_constant=_not_json)
+    except ValueError:
+        return RC.PARSE_FILE
+    return RC.OK
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")

@@ -18,7 +18,14 @@ from aclasync._backend import is_aclasync_simulator
 from aclasync._pyacl import backend, surface
 from aclasync._pyacl.codes import ErrorCode
 from aclasync.sim import create
-from aclasync.sim._environ import settings
+from aclasync.sim._environ import (
+    DEVICE_COUNT_ENV,
+    EVENT_FLAGS_ENV,
+    SOC_ENV,
+    STRICT_ENV,
+    Settings,
+    settings,
+)
 
 NOT_SUPPORTED = int(ErrorCode.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
 SUBMODULES = ("rt", "mdl", "util")
@@ -180,18 +187,20 @@ def test_each_call_returns_fresh_containers(full: aclasync.sim.SimAcl) -> None:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({}, (False, 8, "Ascend910B3")),
-        ({"ACLASYNC_SIM_STRICT": "1"}, (True, 8, "Ascend910B3")),
-        ({"ACLASYNC_SIM_STRICT": " Yes "}, (True, 8, "Ascend910B3")),
-        ({"ACLASYNC_SIM_STRICT": "off"}, (False, 8, "Ascend910B3")),
-        ({"ACLASYNC_SIM_DEVICE_COUNT": "3"}, (False, 3, "Ascend910B3")),
-        ({"ACLASYNC_SIM_SOC": "Ascend310B4"}, (False, 8, "Ascend310B4")),
+        ({}, Settings(False, 8, "Ascend910B3", 0x8)),
+        ({"ACLASYNC_SIM_STRICT": "1"}, Settings(True, 8, "Ascend910B3", 0x8)),
+        ({"ACLASYNC_SIM_STRICT": " Yes "}, Settings(True, 8, "Ascend910B3", 0x8)),
+        ({"ACLASYNC_SIM_STRICT": "off"}, Settings(False, 8, "Ascend910B3", 0x8)),
+        ({"ACLASYNC_SIM_DEVICE_COUNT": "3"}, Settings(False, 3, "Ascend910B3", 0x8)),
+        ({"ACLASYNC_SIM_SOC": "Ascend310B4"}, Settings(False, 8, "Ascend310B4", 0x8)),
+        ({"ACLASYNC_SIM_EVENT_FLAGS": "Runtime"}, Settings(False, 8, "Ascend910B3", 0xF)),
+        ({"ACLASYNC_SIM_EVENT_FLAGS": "reference"}, Settings(False, 8, "Ascend910B3", 0x8)),
     ],
 )
 def test_settings_come_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: tuple[bool, int, str]
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: Settings
 ) -> None:
-    for name in ("ACLASYNC_SIM_STRICT", "ACLASYNC_SIM_DEVICE_COUNT", "ACLASYNC_SIM_SOC"):
+    for name in (STRICT_ENV, DEVICE_COUNT_ENV, SOC_ENV, EVENT_FLAGS_ENV):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -205,6 +214,7 @@ def test_settings_come_from_the_environment(
         ("ACLASYNC_SIM_DEVICE_COUNT", "0"),
         ("ACLASYNC_SIM_DEVICE_COUNT", "two"),
         ("ACLASYNC_SIM_SOC", "Ascend999"),
+        ("ACLASYNC_SIM_EVENT_FLAGS", "all"),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_the_variable(

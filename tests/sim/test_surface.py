@@ -152,6 +152,28 @@ def test_init_reads_only_an_existing_config(rt, check, tmp_path):
         rt.init(5)
 
 
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        (b"", 0),  # an empty file: nothing to parse (CANN's json_parser)
+        (b'{"dump": {"dump_path": "/tmp"}}', 0),
+        (b"not json {", ErrorCode.ACL_ERROR_PARSE_FILE),
+        (b'{"dump": {', ErrorCode.ACL_ERROR_PARSE_FILE),  # truncated
+        (b" \n", ErrorCode.ACL_ERROR_PARSE_FILE),
+        (b"[" * 10 + b"]" * 10, 0),
+        (b"[" * 11 + b"]" * 11, ErrorCode.ACL_ERROR_PARSE_FILE),  # deeper than CANN reads
+        (b'{"a": NaN}', ErrorCode.ACL_ERROR_PARSE_FILE),
+    ],
+)
+def test_init_parses_its_config_as_aclinit_does(rt, check, tmp_path, content, code):
+    config = tmp_path / "acl.json"
+    config.write_bytes(content)
+    check(rt.init(str(config)), code)
+    if code:  # a failed first call does not count: the next one is first
+        check(rt.init())
+    check(rt.finalize())
+
+
 def test_app_log_writes_through_logging(rt, caplog):
     with caplog.at_level(logging.DEBUG, logger="aclasync.sim.app"):
         assert rt.app_log(3, "an error from acllite") is None
