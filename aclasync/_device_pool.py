@@ -12,7 +12,7 @@ import anyio.lowlevel
 from ._device import Device, open_device
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
-from ._stream_pool import PoolStatistics, StreamPool, stream_pool
+from ._stream_pool import PoolStatistics, StreamPool, _ToCompletion, stream_pool
 
 __all__ = ["DevicePool"]
 
@@ -24,8 +24,11 @@ class DevicePool:
     pool`` opens every device (as ``open_device`` does) and creates its streams;
     leaving closes the pool (waiting for borrowed streams) and then the devices.
     Borrowers are served strictly in arrival order from one queue, and each grant
-    comes from the least busy device that has a free stream. The pool belongs to the
-    event loop that opened it, as a ``StreamPool`` does.
+    comes from the least busy device that has a free stream; the streams of a device
+    that closed or broke are dropped, and the others lend on. The pool belongs to the
+    event loop that opened it, as a ``StreamPool`` does. A pool closed (``aclose``)
+    before it was opened never opens: ``async with`` then raises
+    ``anyio.ClosedResourceError`` and opens nothing.
 
     Parameters
     ----------
@@ -94,6 +97,8 @@ class DevicePool:
         return self.pool.statistics()
 
     async def __aenter__(self) -> DevicePool:
+        if self._close_done is not None:
+            raise anyio.ClosedResourceError(f"{self!r} was closed: a closed pool never opens")
         if self._entered:
             raise RuntimeError(f"{self!r} was already opened")
         self._entered = True
@@ -128,21 +133,24 @@ class DevicePool:
         cancelled (they get ``anyio.ClosedResourceError``) and their streams
         force-closed; without it the close waits for every lent stream to come back.
         The devices' close then waits for kernels already running (a force-close drops
-        queued work only). Runs to completion even when cancelled.
+        queued work only). Runs to completion even when cancelled (asyncio's own
+        ``task.cancel()`` too: then raised once the close is complete). Raises
+        ``RuntimeError`` at once, closing nothing, when called by a task from inside
+        one of its own borrows.
         """
+        if self._pool is not None:
+            self._pool._refuse_own_borrow()
         if self._close_done is not None:  # a second caller: wait for the first
-            with anyio.CancelScope(shield=True):
-                await self._close_done.wait()
+            await _ToCompletion().finish(self._close_done.wait)
             await anyio.lowlevel.checkpoint()
             return
         done = self._close_done = anyio.Event()
         try:
-            with anyio.CancelScope(shield=True):
-                try:
-                    if self._pool is not None:
-                        await self._pool.aclose(timeout=timeout)
-                finally:
-                    await self._exits.aclose()
+            try:
+                if self._pool is not None:  # (runs to completion by itself)
+                    await self._pool.aclose(timeout=timeout)
+            finally:
+                await _ToCompletion().finish(self._exits.aclose)
         finally:
             done.set()
         await anyio.lowlevel.checkpoint()

@@ -58,6 +58,8 @@ class Stream(AsyncResource):
         self._priority = priority
         self._closed = False
         self._forced = False  # a close with force=True began
+        #: Set to STOP mode, or overflow detection on: a pool replaces it on return.
+        self._reconfigured = False
         #: Held by the get_overflow_status call that uses the stream's status buffer.
         self._overflow_turn = Turn(reclaim=True)
         state.streams[lane.handle] = self
@@ -293,12 +295,15 @@ class Stream(AsyncResource):
 
         The runtime takes the mode the stream has again as a no-op, but a ``STOP``
         stream cannot go back to ``CONTINUE`` (207000), and the default stream takes
-        neither on most SoCs.
+        neither on most SoCs. A ``StreamPool``'s stream set to another mode than
+        ``CONTINUE`` is replaced when its borrow ends (the next borrower's is fresh).
         A short worker round trip; cancellation abandons the wait only (the call still
         runs, in order, on the worker). Then raises the stream's oldest unreported
         failure, if any.
         """
         mode = FailureMode(_enum_value(mode, FailureMode, "mode"))
+        if mode is not FailureMode.CONTINUE:
+            self._reconfigured = True
         await self._checked(
             "set_stream_failure_mode", lambda rt, s: rt.set_stream_failure_mode(s, int(mode))
         )
@@ -306,11 +311,14 @@ class Stream(AsyncResource):
     async def set_overflow_switch(self, on: bool) -> None:
         """Turn overflow detection on or off for tasks queued from now on.
 
-        A short worker round trip; cancellation abandons the wait only (the call still
-        runs, in order, on the worker). Then raises the stream's oldest unreported
-        failure, if any.
+        A ``StreamPool``'s stream turned on is replaced when its borrow ends (the next
+        borrower's is fresh). A short worker round trip; cancellation abandons the wait
+        only (the call still runs, in order, on the worker). Then raises the stream's
+        oldest unreported failure, if any.
         """
         flag = 1 if check_bool(on, "on") else 0
+        if flag:
+            self._reconfigured = True
         await self._checked(
             "set_stream_overflow_switch", lambda rt, s: rt.set_stream_overflow_switch(s, flag)
         )

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import sys
 import time
 from collections import deque
-from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
 
-from ._errors import AclError, report
+from ._errors import report
 from ._factory import AsyncResource
 from ._loop import Delivery, current_delivery
 from ._pyacl.constants import StreamFlag
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PoolStatistics", "StreamPool", "stream_pool"]
 
+_T = TypeVar("_T")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PoolStatistics:
@@ -38,7 +41,8 @@ class PoolStatistics:
     Attributes
     ----------
     size:
-        Streams the pool holds now (less than asked for only if a replacement failed).
+        Streams the pool holds now (less than asked for only if a replacement failed,
+        or a device closed or broke: its streams are dropped, never lent).
     borrowed:
         Streams lent out now.
     waiting:
@@ -51,7 +55,8 @@ class PoolStatistics:
         Grants that went to a borrower who arrived after one already served later; the
         pool serves strictly in arrival order, so this stays 0.
     replaced:
-        Streams closed and re-created because their work failed.
+        Streams closed and re-created because their work failed or their borrower
+        changed their settings (``set_failure_mode``, ``set_overflow_switch``).
     in_flight:
         Device id to streams of that device lent out now.
     capacity:
@@ -83,11 +88,17 @@ class StreamPool(AsyncResource):
     overtake one that waits. When several devices have a free stream, the least busy
     device lends. On return the pool awaits ``synchronize()`` on the stream (unless the
     borrower's own last sync succeeded and nothing was queued since: then the stream is
-    known idle and goes back at once): a stream whose work failed is closed and
-    replaced by a fresh one, and the failure is raised from the borrower's
-    ``async with`` exit (unless the body already raised). The pool's streams are
-    their borrowers' alone: ``Device.synchronize`` waits for them but never raises
-    their failures, so a borrower always learns of its own.
+    known idle and goes back at once): a stream whose work failed (an ``AclError``, or
+    any exception a launched call raised) is closed and replaced by a fresh one, and
+    the failure is raised from the borrower's ``async with`` exit (unless the body
+    already raised). A stream whose borrower set ``FailureMode.STOP`` or turned its
+    overflow switch on is replaced too, so every borrower gets a stream with the
+    default settings. The pool's streams are their borrowers' alone:
+    ``Device.synchronize`` waits for them but never raises their failures, so a
+    borrower always learns of its own. A stream must not be used after its borrow
+    ended: it is the next borrower's, and so are the failures of work queued on it
+    then. The streams of a device that closed or broke are dropped, never lent; the
+    other devices lend on.
 
     Unlike a ``Device``, a pool belongs to the event loop that opened it (its queue
     of borrowers is made of that loop's primitives): open one per loop; a borrow from
@@ -113,7 +124,7 @@ class StreamPool(AsyncResource):
         self._busy: dict[int, float] = {d.id: 0.0 for d in self._devices}
         self._lent_at: dict[Stream, float] = {}
         self._waiters: deque[_Waiter] = deque()
-        self._leases: set[anyio.CancelScope] = set()
+        self._leases: dict[anyio.CancelScope, int] = {}  # -> the borrowing task's id
         self._all_returned: anyio.Event | None = None
         self._recycling: set[Stream] = set()  # returned, their work waited for
         self._close_done: anyio.Event | None = None
@@ -167,7 +178,11 @@ class StreamPool(AsyncResource):
         return await self._open()
 
     async def _open(self) -> StreamPool:
-        """Create the streams; if one fails, close those made and raise its error."""
+        """Create the streams; if one fails, close those made and raise its error.
+
+        ``anyio.ClosedResourceError`` (and nothing opened) once ``aclose`` was called."""
+        if self._closing:
+            raise anyio.ClosedResourceError(f"{self!r} was closed: a closed pool never opens")
         if self._opened:
             raise RuntimeError(f"{self!r} was already opened")
         self._opened = True
@@ -201,7 +216,12 @@ class StreamPool(AsyncResource):
         or its close raises them). Raises ``anyio.ClosedResourceError`` if the pool is closed,
         or its device (a body's finished work is quiet then: the device's close reported
         what it left), or if ``aclose(timeout=...)`` ran out of time and force-closed the
-        stream while it was borrowed.
+        stream while it was borrowed. When no streams are left because the devices
+        closed, raises ``anyio.ClosedResourceError`` naming them (else, with none left,
+        ``anyio.BrokenResourceError``). The stream must not be used once the block is
+        left: it is the next borrower's, and the failures of work queued on it then
+        are that borrower's. Exiting the block in another task than the one that
+        entered it raises ``RuntimeError`` (the stream still goes back).
         """
         return _Borrow(self)
 
@@ -214,7 +234,7 @@ class StreamPool(AsyncResource):
         stream = await self._acquire()
         lease = anyio.CancelScope()
         lease.__enter__()
-        self._leases.add(lease)
+        self._leases[lease] = anyio.get_current_task().id
         return stream, lease
 
     async def _take_back(
@@ -222,15 +242,27 @@ class StreamPool(AsyncResource):
     ) -> bool:
         """End a borrow (``_Borrow.__aexit__``): close the lease, recycle the stream,
         report its failures. True if the lease swallowed its own cancellation (then
-        ``ClosedResourceError`` is raised instead)."""
+        ``ClosedResourceError`` is raised instead). The stream is recycled whatever
+        happens: if the lease cannot be closed (exited in another task), and through
+        asyncio's own ``task.cancel()``, which is raised once the stream is back."""
+        state = stream.device._state
         try:
             swallowed = bool(lease.__exit__(type(exc) if exc else None, exc, None))
-        finally:
-            self._leases.discard(lease)
+        except BaseException as error:  # (exited in another task than it was entered in)
+            del self._leases[lease]
+            failures, _ = await self._recycle(stream)
+            state.hand_over(failures, error)
+            raise
+        del self._leases[lease]
+        failures, cancelled = await self._recycle(stream)
         if exc is not None and not swallowed:
-            stream.device._state.hand_over(await self._recycle(stream), exc)
+            state.hand_over(failures, exc)
+            if cancelled is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise cancelled
             return False
-        failures = await self._recycle(stream)
+        if cancelled is not None:
+            state.hand_over(failures, cancelled)
+            raise cancelled
         if lease.cancelled_caught:
             closed = anyio.ClosedResourceError(self._close_reason)
             report(failures, closed)
@@ -246,69 +278,86 @@ class StreamPool(AsyncResource):
             stream = self._take_free()
             if stream is not None:
                 self._grant(stream, ticket)
-                await anyio.lowlevel.cancel_shielded_checkpoint()
+                try:  # (asyncio's own task.cancel() passes the shield)
+                    await anyio.lowlevel.cancel_shielded_checkpoint()
+                except BaseException:
+                    self._ungrant(stream)
+                    raise
                 return stream
+            self._check_usable()  # its last streams were dropped (their devices are gone)
         waiter = _Waiter(ticket)
         self._waiters.append(waiter)
-        self._waits += 1
         try:
             await waiter.event.wait()
         except BaseException:
             if waiter.stream is not None:
-                self._put_back(waiter.stream)
+                self._ungrant(waiter.stream)
             elif waiter.error is None:
                 self._waiters.remove(waiter)
             raise
         if waiter.error is not None:
             raise waiter.error
         assert waiter.stream is not None
+        self._waits += 1
         return waiter.stream
 
-    async def _recycle(self, stream: Stream) -> list[BaseException]:
+    async def _recycle(self, stream: Stream) -> tuple[list[BaseException], BaseException | None]:
         """Make a returned stream fit to lend again and put it back; shielded.
 
-        Returns the failures its work left, for the borrower's exit to report. Whatever
-        happens meanwhile (a backend fault included), the stream stops counting as lent
-        and the pool goes on with it, its replacement, or one stream fewer.
+        Returns the failures its work left, for the borrower's exit to report, and
+        asyncio's own cancellation if one came meanwhile (the work went on to its end:
+        the exit raises it). Whatever happens meanwhile (a backend fault included), the
+        stream stops counting as lent and the pool goes on with it, its replacement, or
+        one stream fewer.
         """
-        if self._forced or (stream._settled() and not stream._stopped()):
+        if self._forced or _idle(stream):
             self._put_back(stream)  # settled: synced, nothing queued since
-            return []
+            return [], None
         failures: list[BaseException] = []
-        keep: Stream | None = None
+        keep: Stream | None = stream
+        decided = False
+        steps = _ToCompletion()
         self._recycling.add(stream)  # a close's timeout force-closes it too
         try:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await stream.synchronize()
-                    # A stopped stream (its cause already reported) refuses all work.
-                    keep = await self._replace(stream, failures) if stream._stopped() else stream
-                except AclError as exc:
-                    failures = [exc, *stream._state.take_failures(stream._lane)]
-                    keep = await self._replace(stream, failures)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            try:
+                await steps.run(stream.synchronize)
+            except Exception as exc:
+                if _gone(stream):
+                    keep = None
                     self._drop(stream)
                     # A device that closed released the stream: its close reported what
                     # the stream left, as for a stream the borrower made. (A death is
                     # reported: the error made for it counts as told.)
-                    closed = isinstance(exc, anyio.ClosedResourceError) and stream._state.closed
-                    if not self._closing and not closed:
+                    if not self._closing and not stream._state.closed:
                         failures.append(exc)
+                else:  # an AclError, or what a launched call raised: the work failed
+                    failures = [exc, *stream._state.take_failures(stream._lane)]
+                    keep = await steps.run(functools.partial(self._replace, stream, failures))
+            else:
+                # A stopped stream (its cause already reported) refuses all work; a
+                # reconfigured one would hand its settings on to the next borrower.
+                if stream._stopped() or stream._reconfigured:
+                    keep = await steps.run(functools.partial(self._replace, stream, failures))
+            decided = True
         finally:
             self._recycling.discard(stream)
-            if keep is stream:
+            if decided and keep is stream:
                 self._put_back(stream)
-            else:
+            elif decided:
                 self._settle(stream)
                 if keep is not None:
                     self._hand_on(keep)
-        return failures
+            elif _idle(stream):  # a BaseException escaped: put back if known settled,
+                self._put_back(stream)
+            else:  # else one stream fewer (the device's close releases it)
+                self._settle(stream)
+                self._drop(stream)
+        return failures, steps.cancelled
 
     async def _replace(self, stream: Stream, failures: list[BaseException]) -> Stream | None:
-        """Close a failed stream and create its successor (None if that failed);
-        failures met on the way are added to *failures*."""
-        device = stream.device
-        self._replaced += 1
+        """Close a failed stream and create its successor (None if that failed: the
+        stream is dropped); failures met on the way are added to *failures*. Safe to
+        start again after asyncio's own cancellation cut it short (see _ToCompletion)."""
         try:
             await stream.aclose(force=True)
         except ExceptionGroup as group:  # its last failures, seen by the close
@@ -316,16 +365,14 @@ class StreamPool(AsyncResource):
         except Exception as exc:  # an AclError, or a backend fault: reported, never hung on
             failures.append(exc)
         try:
-            return await device._create_private_stream(self._flags, self._priority)
+            successor = await stream.device._create_private_stream(self._flags, self._priority)
         except Exception as exc:
-            self._capacity[device.id] -= 1
-            if self.size == 0:
-                self._fail_waiters(
-                    anyio.BrokenResourceError(f"{self!r} has no streams left: {exc}")
-                )
+            self._drop(stream)
             if not isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError)):
                 failures.append(exc)
             return None
+        self._replaced += 1
+        return successor
 
     # -- closing ---------------------------------------------------------------------
 
@@ -335,33 +382,61 @@ class StreamPool(AsyncResource):
         Queued borrowers get ``anyio.ClosedResourceError`` at once. With ``timeout``
         (seconds), borrowers still holding a stream after that long are cancelled, get
         ``anyio.ClosedResourceError`` saying why, and the streams are force-closed
-        (queued work dropped). Raises what closing the streams found (failures of
-        work that had ended: one as itself, several as an ``ExceptionGroup``).
-        Idempotent: a call while another is under way returns when that one is
-        complete. Runs to completion even when cancelled.
+        (queued work dropped; a wait still pending on one raises
+        ``ClosedResourceError``, even in a shielded scope). Raises what closing the
+        streams found (failures of work that had ended: one as itself, several as an
+        ``ExceptionGroup``). Idempotent: a call while another is under way returns when
+        that one is complete. Runs to completion even when cancelled (asyncio's own
+        ``task.cancel()`` too: then raised once the close is complete, with those
+        failures as notes). Raises ``RuntimeError`` at once, closing nothing, when
+        called by a task from inside one of its own borrows (the close would wait for
+        that borrow for ever). A pool closed before it was opened never opens.
         """
         timeout = check_timeout(timeout)
+        self._refuse_own_borrow()
         if self._close_done is not None:  # a second caller: wait for the first
-            with anyio.CancelScope(shield=True):
-                await self._close_done.wait()
+            await _ToCompletion().finish(self._close_done.wait)
+            await anyio.lowlevel.checkpoint_if_cancelled()
             return
         self._close_done = anyio.Event()
-        try:
-            await self._close(timeout)
-        finally:
-            self._close_done.set()
-
-    async def _close(self, timeout: float | None) -> None:
         self._closing = True
         self._close_reason = f"{self!r} is closed"
         self._fail_waiters(anyio.ClosedResourceError(self._close_reason))
+        deadline = math.inf if timeout is None else anyio.current_time() + timeout
         errors: list[BaseException] = []
-        with anyio.CancelScope(shield=True):
-            if self._lent_at:
+        try:
+            await _ToCompletion().finish(functools.partial(self._close, deadline, timeout, errors))
+        except anyio.get_cancelled_exc_class() as exc:  # asyncio's own, after the close
+            report(errors, exc)
+            raise
+        finally:
+            self._close_done.set()
+        report(errors)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
+
+    def _refuse_own_borrow(self) -> None:
+        """Raise ``RuntimeError`` if the calling task holds one of the pool's streams."""
+        if self._leases and anyio.get_current_task().id in self._leases.values():
+            raise RuntimeError(
+                f"{self!r}.aclose() was called from inside one of the calling task's "
+                "borrows: the close would wait for that borrow to end; close the pool "
+                "after leaving the 'async with pool.stream()' block"
+            )
+
+    async def _close(
+        self, deadline: float, timeout: float | None, errors: list[BaseException]
+    ) -> None:
+        """The close's work, adding what closing the streams raised to *errors*. Safe to
+        start again after asyncio's own cancellation cut it short (see _ToCompletion):
+        each step is done once."""
+        if self._lent_at:
+            if self._all_returned is None:
                 self._all_returned = anyio.Event()
-                with anyio.move_on_after(math.inf if timeout is None else timeout):
+            if not self._forced:
+                with anyio.CancelScope(deadline=deadline):
                     await self._all_returned.wait()
-                if self._lent_at:
+            if self._lent_at:
+                if not self._forced:
                     self._forced = True
                     self._close_reason = (
                         f"{self!r} was closed with timeout={timeout} s while this stream "
@@ -369,25 +444,24 @@ class StreamPool(AsyncResource):
                     )
                     for lease in self._leases:
                         lease.cancel()
-                    # Streams whose borrowers left, still waited for on the way back:
-                    # their wait ends with the close (and the stream is dropped).
-                    for stream in list(self._recycling):
-                        await self._close_stream(stream, errors)
-                    await self._all_returned.wait()
-            for streams in self._free.values():
-                for stream in streams:
+                # The lent streams, and those whose borrowers left, still waited for on
+                # the way back: their waits end with the close (even shielded ones).
+                for stream in list(self._lent_at):
                     await self._close_stream(stream, errors)
-                streams.clear()
+                await self._all_returned.wait()
+        for streams in self._free.values():
+            while streams:
+                await self._close_stream(streams.pop(), errors)
         self._closed = True
-        report(errors)
 
     async def _close_stream(self, stream: Stream, errors: list[BaseException]) -> None:
-        """Close one of the pool's streams (forced after a timeout); add what it raised."""
+        """Close one of the pool's streams (forced after a timeout); add what it raised
+        to *errors* (whatever it is: the close goes on with the others)."""
         try:
             await stream.aclose(force=self._forced)
         except ExceptionGroup as group:  # a stream's several failures
             errors.extend(group.exceptions)
-        except (AclError, anyio.BrokenResourceError) as exc:
+        except Exception as exc:  # an AclError, what a launched call raised, a fault
             errors.append(exc)
 
     # -- bookkeeping (synchronous, on the event loop) -----------------------------------
@@ -398,16 +472,33 @@ class StreamPool(AsyncResource):
         if self._closing:
             raise anyio.ClosedResourceError(self._close_reason)
         if self.size == 0:
-            raise anyio.BrokenResourceError(f"{self!r} has no streams left")
+            raise self._no_streams_error()
+
+    def _no_streams_error(self) -> Exception:
+        """What a borrower gets once the pool has no streams left."""
+        closed = [device for device in self._devices if device.closed]
+        if len(closed) == len(self._devices):  # dropped with their devices
+            names = ", ".join(repr(device) for device in closed)
+            return anyio.ClosedResourceError(f"{self!r} has no streams left: {names} closed")
+        broken = [d for d in self._devices if not d.closed and d._state.worker.death is not None]
+        why = f"{', '.join(repr(d) for d in broken)} broke" if broken else "replacements failed"
+        return anyio.BrokenResourceError(f"{self!r} has no streams left: {why}")
 
     def _take_free(self) -> Stream | None:
-        """Pop a free stream of the least busy device that has one."""
-        best: int | None = None
-        for device in self._devices:
-            key = device.id
-            if self._free[key] and (best is None or self._load(key) < self._load(best)):
-                best = key
-        return None if best is None else self._free[best].pop()
+        """Pop a free stream of the least busy device that has one; streams of a device
+        that closed or broke are dropped on the way."""
+        while True:
+            best: int | None = None
+            for device in self._devices:
+                key = device.id
+                if self._free[key] and (best is None or self._load(key) < self._load(best)):
+                    best = key
+            if best is None:
+                return None
+            stream = self._free[best].pop()
+            if not _gone(stream):
+                return stream
+            self._drop(stream)
 
     def _load(self, device_id: int) -> float:
         return self._in_flight[device_id] / max(1, self._capacity[device_id])
@@ -430,14 +521,23 @@ class StreamPool(AsyncResource):
         if self._all_returned is not None and not self._lent_at:
             self._all_returned.set()
 
+    def _ungrant(self, stream: Stream) -> None:
+        """Take back a stream granted to a borrower cancelled before it got it: the
+        grant never happened, and the stream goes on to the next."""
+        self._grants -= 1
+        self._put_back(stream)
+
     def _put_back(self, stream: Stream) -> None:
         """Take *stream* back from its borrower: to the oldest waiter, or free."""
         self._settle(stream)
         self._hand_on(stream)
 
     def _hand_on(self, stream: Stream) -> None:
-        """Give a stream nobody holds to the oldest waiter, or keep it free."""
-        if self._waiters and not self._closing:
+        """Give a stream nobody holds to the oldest waiter, or keep it free; drop it if
+        it, or its device, is closed or broken."""
+        if _gone(stream):
+            self._drop(stream)
+        elif self._waiters and not self._closing:
             waiter = self._waiters.popleft()
             waiter.stream = stream
             self._grant(stream, waiter.ticket)
@@ -446,14 +546,11 @@ class StreamPool(AsyncResource):
             self._free[stream.device.id].append(stream)
 
     def _drop(self, stream: Stream) -> None:
-        """Forget a stream that can no longer be used (its device closed or broke)."""
+        """Forget a stream that can no longer be used (closed, its device closed or
+        broke, or its successor was never made): one stream fewer."""
         self._capacity[stream.device.id] -= 1
         if self.size == 0:
-            if stream._state.closed:  # its waiters meet a closed device, as a borrow would
-                error: Exception = anyio.ClosedResourceError(f"{stream.device!r} is closed")
-            else:
-                error = anyio.BrokenResourceError(f"{self!r} has no streams left")
-            self._fail_waiters(error)
+            self._fail_waiters(self._no_streams_error())
 
     def _fail_waiters(self, error: BaseException) -> None:
         while self._waiters:
@@ -482,9 +579,11 @@ class _Borrow:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
     ) -> bool:
-        assert self._stream is not None
-        assert self._lease is not None
-        return await self._pool._take_back(self._stream, self._lease, exc)
+        stream, lease = self._stream, self._lease
+        if stream is None or lease is None:
+            raise RuntimeError("a pool.stream() borrow can be exited once, after its entry")
+        self._stream = None  # (the stream is the next borrower's from now on)
+        return await self._pool._take_back(stream, lease, exc)
 
 
 class _Waiter:
@@ -497,6 +596,57 @@ class _Waiter:
         self.event = anyio.Event()
         self.stream: Stream | None = None
         self.error: BaseException | None = None
+
+
+class _ToCompletion:
+    """Awaits steps of work that must end, even when the caller is cancelled.
+
+    Each step runs in a shielded scope. A shield stops anyio's cancellations but not
+    asyncio's own ``task.cancel()`` (``asyncio.timeout``, a ``TaskGroup``, a server's
+    shutdown): a cancellation that comes out of the shield is such a one, so the step
+    is awaited again from its start (each step must be safe to start again after it
+    was cut short), and the first such cancellation is kept in ``cancelled`` for the
+    caller to raise once its work is done.
+    """
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled: BaseException | None = None
+
+    async def run(self, step: Callable[[], Awaitable[_T]]) -> _T:
+        """Await ``step()`` to its end, through asyncio's own cancellations."""
+        cancelled = anyio.get_cancelled_exc_class()
+        while True:
+            try:
+                with anyio.CancelScope(shield=True):
+                    return await step()
+            except cancelled as exc:  # (only asyncio's own passes the shield)
+                if self.cancelled is None:
+                    self.cancelled = exc
+
+    async def finish(self, step: Callable[[], Awaitable[_T]]) -> _T:
+        """Await ``step()`` to its end, then raise the cancellation that came meanwhile."""
+        result = await self.run(step)
+        if self.cancelled is not None:
+            raise self.cancelled
+        return result
+
+
+def _gone(stream: Stream) -> bool:
+    """Whether *stream* can no longer be lent: it, or its device, is closed or broken."""
+    return stream.closed or stream._state.worker.death is not None
+
+
+def _idle(stream: Stream) -> bool:
+    """Whether *stream* can go back as it is: known idle with nothing to report (see
+    ``Stream._settled``), neither stopped nor reconfigured, its device alive."""
+    return (
+        stream._settled()
+        and not stream._stopped()
+        and not stream._reconfigured
+        and stream._state.worker.death is None
+    )
 
 
 def stream_pool(
