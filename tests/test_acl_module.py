@@ -66,6 +66,13 @@ def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedPro
     )
 
 
+def _run_program(source: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the program *source* unchanged, ``import acl`` being the simulator."""
+    program = tmp_path / "prog.py"
+    program.write_text(source)
+    return _run([sys.executable, str(program)], tmp_path, **env)
+
+
 def test_the_directory_holds_an_acl_module() -> None:
     directory = Path(aclasync.sim.acl_module_path())
     assert (directory / "acl.py").is_file()
@@ -73,10 +80,8 @@ def test_the_directory_holds_an_acl_module() -> None:
 
 
 def test_an_unmodified_pyacl_program_runs_on_the_strict_simulator(tmp_path: Path) -> None:
-    program = tmp_path / "prog.py"
-    program.write_text(PROGRAM)
-    done = _run(
-        [sys.executable, str(program)],
+    done = _run_program(
+        PROGRAM,
         tmp_path,
         ACLASYNC_SIM_STRICT="1",
         ACLASYNC_SIM_DEVICE_COUNT="3",
@@ -117,13 +122,8 @@ def test_the_event_flags_a_program_may_use_follow_the_environment(
 ) -> None:
     # pyACL's reference page takes TIME_LINE alone; CANN's runtime takes SYNC too, and
     # a program written for it waits on such an event across streams, then resets it.
-    program = tmp_path / "prog.py"
-    program.write_text(SYNC_EVENTS)
-    done = _run(
-        [sys.executable, str(program)],
-        tmp_path,
-        ACLASYNC_SIM_STRICT="1",
-        ACLASYNC_SIM_EVENT_FLAGS=setting,
+    done = _run_program(
+        SYNC_EVENTS, tmp_path, ACLASYNC_SIM_STRICT="1", ACLASYNC_SIM_EVENT_FLAGS=setting
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.split() == ["create", str(created), "program", "passed"]
