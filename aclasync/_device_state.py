@@ -123,22 +123,38 @@ class DeviceState:
 
         Cancellation abandons the wait; ``fn`` still runs, in order.
         """
+        result: _T = await self._call(fn).wait()
+        return result
+
+    def _call(self, fn: Callable[[], _T]) -> Waiter:
+        """Queue ``fn()`` on the worker; the waiter its answer comes to."""
         self.check_open()
         waiter = current_delivery().new_waiter()
         self.calls += 1
         self.worker.submit(Call(fn, waiter))
-        result: _T = await waiter.wait()
-        return result
+        return waiter
 
     async def create(self, make: Callable[[], _T], release: Callable[[_T], Awaitable[None]]) -> _T:
         """Make a resource on the worker, never leaking it to a cancellation.
 
         The round trip is shielded; if the caller was cancelled meanwhile, the new
         resource is released again (also shielded) before the cancellation goes on.
+        asyncio's own ``task.cancel()``, which passes a shield, is raised once the
+        resource is released (``Waiter.answered``); the release's job, once queued,
+        runs even if its wait is cut short.
         """
-        with anyio.CancelScope(shield=True):
-            made = await self.roundtrip(make)
+        waiter = self._call(make)
+        cancelled = await waiter.answered()
         try:
+            with anyio.CancelScope(shield=True):  # (answered: it returns at once)
+                made: _T = await waiter.wait()
+        except BaseException as exc:
+            if cancelled is not None:  # nothing was made: the cancellation goes on
+                raise cancelled from exc
+            raise
+        try:
+            if cancelled is not None:
+                raise cancelled
             await anyio.lowlevel.checkpoint_if_cancelled()
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -369,16 +385,23 @@ class DeviceState:
                 self.post(functools.partial(self.worker.close_when_done, lane))
                 raise
         close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
+        cancelled: BaseException | None = None  # asyncio's own, raised once closed
         with anyio.CancelScope(shield=True):
             try:
-                await self.roundtrip(close)
+                waiter = self._call(close)
+                cancelled = await waiter.answered()
+                await waiter.wait()
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                if self.gone():
-                    return
-                raise
+                if not self.gone():
+                    raise
+                if cancelled is not None:
+                    raise cancelled from None
+                return
         self._lanes.pop(lane, None)
         errors = self._take_all([lane.errors])
-        await self.finish_close(errors, propagating, self.hand_over)
+        await self.finish_close(errors, propagating or cancelled, self.hand_over)
+        if cancelled is not None and propagating is None:
+            raise cancelled
 
     def _prune_closed(self) -> None:
         """Forget streams whose cancelled close has since destroyed them."""
@@ -582,6 +605,7 @@ class DeviceState:
             return
         self.closed = True
         errors: list[BaseException] = []
+        cancelled: BaseException | None = None  # asyncio's own, raised once closed
         try:
             with anyio.CancelScope(shield=True):
                 worker = self.worker
@@ -590,17 +614,23 @@ class DeviceState:
                     self._stop.append(waiter)
                     try:
                         worker.submit(Stop(waiter, self._stopped))
+                        cancelled = await waiter.answered()
                         errors.extend(await waiter.wait())
                     except anyio.BrokenResourceError as exc:  # it died tearing down
                         errors.append(exc)
                     self._stop.clear()
-                    await _join(worker.thread)
+                    try:
+                        await _join(worker.thread)
+                    except anyio.get_cancelled_exc_class() as exc:  # (it ends by itself)
+                        cancelled = cancelled or exc
                 # After a death the thread releases what it can (reset_device waits
                 # for work still running) and ends by itself: nobody waits for it.
                 errors = self._left(errors)
         finally:
             self._closing.end(keep=True)
-        await self.finish_close(errors, propagating)
+        await self.finish_close(errors, propagating or cancelled)
+        if cancelled is not None and propagating is None:
+            raise cancelled
 
     def _stopped(self) -> None:
         """(worker) The device is released: closers waiting for the first go on."""

@@ -144,6 +144,22 @@ class Waiter:
             raise self._timed_out(on_timeout)
         return result.unwrap()
 
+    async def answered(self) -> BaseException | None:
+        """Park, shielded, until the worker answered, even through asyncio's own
+        ``task.cancel()``, which passes a shield; then ``wait()`` in a shield gives the
+        answer at once. Returns the first such cancellation (None if none came), for the caller
+        to raise once its work is done. Only for a waiter the worker answers whatever
+        happens (a call's, a stop's), never a point's, which an abandoned wait leaves.
+        """
+        cancelled: BaseException | None = None
+        while self.result is None:
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self._park()
+            except anyio.get_cancelled_exc_class() as exc:  # (only asyncio's own)
+                cancelled = cancelled or exc
+        return cancelled
+
     def _timed_out(self, on_timeout: Callable[[], BaseException] | None) -> BaseException:
         if on_timeout is None:
             return TimeoutError("the wait timed out")

@@ -60,19 +60,17 @@ class ModelLoading(Creation["Model"]):
         self._pool_size = pool_size
 
     async def _create(self) -> Model:
-        device = self._device
+        device, pool_size = self._device, self._pool_size
         handles = device._state.worker.handles
-        with anyio.CancelScope(shield=True):
-            loaded: Loaded = await device.call(load, device.acl, handles, self._path)
+
+        async def unload(loaded: Loaded) -> None:  # the load's caller was cancelled
+            if not loaded.ret:
+                await Model._create(device, loaded, pool_size).aclose()
+
+        # Never leaked to a cancellation (asyncio's own included): see DeviceState.create.
+        loaded = await device._state.create(lambda: load(device.acl, handles, self._path), unload)
         raise_for_status(loaded.ret, loaded.api, device=device.id)
-        model = Model._create(device, loaded, self._pool_size)
-        try:
-            await anyio.lowlevel.checkpoint_if_cancelled()
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await model.aclose()
-            raise
-        return model
+        return Model._create(device, loaded, pool_size)
 
 
 class Model(AsyncResource):
