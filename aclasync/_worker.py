@@ -5,7 +5,7 @@ and kernels go to the stream's ``Lane.errors``, reported by the rule in docs/err
 
 Who owns what:
 - the worker thread: the inbox's consuming end, the ``Handles``, each lane's counters
-  and ``life``, ``_stopping`` (which ``submit`` reads, from any thread);
+  and ``life``, ``_stop_job`` (which ``submit`` reads, from any thread);
 - the worker and the waiting thread, under ``Watcher.lock``: the streams waited for,
   each lane's ``watches`` and ``loan``, the resolved waiters;
 - the event loop: the inbox's appending end, ``Lane.submitted``, ``settled_at`` and
@@ -75,7 +75,7 @@ class DeviceWorker:
         self._wake = _thread.allocate_lock()
         self._wake.acquire()
         self._idle = False
-        self._stopping = False
+        self._stop_job: Job | None = None
         self._look = False
         self._last_jobs = 0.0
         self._busy_s = options.busy_window_ms / 1e3
@@ -118,7 +118,7 @@ class DeviceWorker:
         if self.death is not None:  # died before or meanwhile: nothing will run it
             inbox.clear()
             raise self.broken_error()
-        if self._stopping:  # the worker runs what it finds after the stop: is it there?
+        if self._stop_job:  # the worker runs what it finds after the stop: is it there?
             with contextlib.suppress(ValueError):
                 inbox.remove(job)
                 raise anyio.ClosedResourceError(f"device {self.device_id} is closed")
@@ -191,7 +191,7 @@ class DeviceWorker:
             job = self._current = inbox.popleft()
             job.run(self)
             if job.__class__ is Stop:  # what came meanwhile runs too; later jobs are refused
-                self._stopping = True
+                self._stop_job = job  # (answered by _die if one of those kills us)
                 self._drain()
                 return job
         self._current = None
@@ -366,7 +366,7 @@ class DeviceWorker:
         device holds as far as the runtime lets us."""
         self.death = exc
         waiters = self.watcher.abandon_all(self.handles.lanes.values())
-        jobs = [self._current, *self._inbox]
+        jobs = list(dict.fromkeys([self._current, *self._inbox, self._stop_job]))  # each once
         self._inbox.clear()
         self._current = None
         for job in jobs:

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from frontend_support import failing_call
+from frontend_support import ProxyAcl, failing_call
 
 import aclasync
 from aclasync import _device_state
@@ -188,3 +188,23 @@ async def test_a_device_sync_while_another_loop_creates_a_stream(
         await anyio.to_thread.run_sync(thread.join)
         await dev.aclose()
     assert outcomes == ["returned"]
+
+
+@pytest.mark.parametrize("call", ["synchronize_stream", "destroy_stream", "reset_device"])
+async def test_a_worker_that_dies_tearing_down_answers_the_close(rt: Any, call: str) -> None:
+    # The worker had taken the stop when the runtime call failed: the close hung for
+    # ever (the death answered every job but the stop).
+    class FailingRelease(ProxyAcl):
+        armed = False
+
+        def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+            if self.armed and name == call:
+                raise RuntimeError(f"injected failure in {name}")
+
+    backend = FailingRelease(rt)
+    dev = await aclasync.open_device(0, backend=backend)
+    await dev.create_stream()
+    backend.armed = True
+    with anyio.fail_after(20), pytest.raises(aclasync.DeviceBrokenError, match=call):
+        await dev.aclose()
+    assert dev.closed
