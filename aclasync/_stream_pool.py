@@ -127,6 +127,7 @@ class StreamPool(AsyncResource):
         self._leases: dict[anyio.CancelScope, int] = {}  # -> the borrowing task's id
         self._all_returned: anyio.Event | None = None
         self._recycling: set[Stream] = set()  # returned, their work waited for
+        self._force_closed: set[Stream] = set()  # by a close's timeout, while lent
         self._close_done: anyio.Event | None = None
         self._tickets = itertools.count()
         self._last_granted = -1
@@ -263,7 +264,8 @@ class StreamPool(AsyncResource):
         if cancelled is not None:
             state.hand_over(failures, cancelled)
             raise cancelled
-        if lease.cancelled_caught:
+        if lease.cancelled_caught or stream in self._force_closed:
+            self._force_closed.discard(stream)
             closed = anyio.ClosedResourceError(self._close_reason)
             report(failures, closed)
             raise closed
@@ -310,7 +312,7 @@ class StreamPool(AsyncResource):
         stream stops counting as lent and the pool goes on with it, its replacement, or
         one stream fewer.
         """
-        if self._forced or _idle(stream):
+        if self._forced or (_idle(stream) and not stream.closed):
             self._put_back(stream)  # settled: synced, nothing queued since
             return [], None
         failures: list[BaseException] = []
@@ -319,6 +321,11 @@ class StreamPool(AsyncResource):
         steps = _ToCompletion()
         self._recycling.add(stream)  # a close's timeout force-closes it too
         try:
+            if stream.closed and not (self._closing or _device_gone(stream)):
+                # Its borrower closed it (the close reported what it held): a fresh one.
+                keep = await steps.run(functools.partial(self._replace, stream, failures))
+                decided = True
+                return failures, steps.cancelled
             try:
                 await steps.run(stream.synchronize)
             except Exception as exc:
@@ -383,7 +390,8 @@ class StreamPool(AsyncResource):
         (seconds), borrowers still holding a stream after that long are cancelled, get
         ``anyio.ClosedResourceError`` saying why, and the streams are force-closed
         (queued work dropped; a wait still pending on one raises
-        ``ClosedResourceError``, even in a shielded scope). Raises what closing the
+        ``ClosedResourceError``, even in a shielded scope, and so does the borrow's
+        exit); the close then returns without waiting for them to leave. Raises what closing the
         streams found (failures of work that had ended: one as itself, several as an
         ``ExceptionGroup``). Idempotent: a call while another is under way returns when
         that one is complete. Runs to completion even when cancelled (asyncio's own
@@ -445,10 +453,14 @@ class StreamPool(AsyncResource):
                     for lease in self._leases:
                         lease.cancel()
                 # The lent streams, and those whose borrowers left, still waited for on
-                # the way back: their waits end with the close (even shielded ones).
+                # the way back: their waits end with the close (even shielded ones), and
+                # their exits raise ClosedResourceError. The close does not wait for
+                # them: a borrower shielded from the cancellation, or a close called
+                # from a task its borrow waits for, would hold it for ever.
                 for stream in list(self._lent_at):
-                    await self._close_stream(stream, errors)
-                await self._all_returned.wait()
+                    if not stream.closed:
+                        self._force_closed.add(stream)
+                        await self._close_stream(stream, errors)
         for streams in self._free.values():
             while streams:
                 await self._close_stream(streams.pop(), errors)
@@ -461,7 +473,9 @@ class StreamPool(AsyncResource):
             await stream.aclose(force=self._forced)
         except ExceptionGroup as group:  # a stream's several failures
             errors.extend(group.exceptions)
-        except Exception as exc:  # an AclError, what a launched call raised, a fault
+        except anyio.get_cancelled_exc_class():
+            raise  # (asyncio's own: the close starts this step again, see _ToCompletion)
+        except BaseException as exc:  # an AclError, what a launched call raised, a fault
             errors.append(exc)
 
     # -- bookkeeping (synchronous, on the event loop) -----------------------------------
@@ -481,7 +495,11 @@ class StreamPool(AsyncResource):
             names = ", ".join(repr(device) for device in closed)
             return anyio.ClosedResourceError(f"{self!r} has no streams left: {names} closed")
         broken = [d for d in self._devices if not d.closed and d._state.worker.death is not None]
-        why = f"{', '.join(repr(d) for d in broken)} broke" if broken else "replacements failed"
+        why = (
+            f"{', '.join(repr(d) for d in broken)} broke"
+            if broken
+            else "its streams were closed and could not be replaced"
+        )
         return anyio.BrokenResourceError(f"{self!r} has no streams left: {why}")
 
     def _take_free(self) -> Stream | None:
@@ -548,6 +566,8 @@ class StreamPool(AsyncResource):
     def _drop(self, stream: Stream) -> None:
         """Forget a stream that can no longer be used (closed, its device closed or
         broke, or its successor was never made): one stream fewer."""
+        if self._closing:  # the statistics keep the size the pool had, whatever closed
+            return
         self._capacity[stream.device.id] -= 1
         if self.size == 0:
             self._fail_waiters(self._no_streams_error())
@@ -636,6 +656,11 @@ class _ToCompletion:
 def _gone(stream: Stream) -> bool:
     """Whether *stream* can no longer be lent: it, or its device, is closed or broken."""
     return stream.closed or stream._state.worker.death is not None
+
+
+def _device_gone(stream: Stream) -> bool:
+    """Whether *stream*'s device is closed or broken."""
+    return stream._state.closed or stream._state.worker.death is not None
 
 
 def _idle(stream: Stream) -> bool:

@@ -9,6 +9,8 @@ shields) is tested on asyncio only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import sys
 import threading
 from typing import Any
@@ -572,3 +574,92 @@ async def test_a_pools_close_in_a_cancelled_scope_closes_it_then_raises(rt: Any)
                 pytest.fail("the close checkpoints")
             assert pool.closed
         assert dev.acl.sim.live_objects()["streams"] == 0
+
+
+# -- a second review: the forced close says so, is bounded, closes all -------------------
+
+
+async def test_a_forced_close_is_bounded_by_its_timeout_and_the_borrower_told(
+    rt: Any, gate: threading.Event
+) -> None:
+    # The borrower awaits something else in a shielded scope: the close returned only
+    # when it did, and its exit then returned normally though its queued work was gone.
+    release = anyio.Event()
+    outcome: list[BaseException] = []
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            pool = await dev.stream_pool(1)
+
+            async def holder() -> None:
+                try:
+                    async with pool.stream() as s:
+                        s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
+                        with anyio.CancelScope(shield=True):
+                            await release.wait()
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(holder)
+                await anyio.wait_all_tasks_blocked()
+                await pool.aclose(timeout=0.05)
+                assert not release.is_set()
+                assert pool.closed
+                release.set()
+            gate.set()
+        [error] = outcome
+        assert isinstance(error, anyio.ClosedResourceError)
+        assert "force-closed" in str(error)
+        assert live_streams(rt) == 0
+
+
+async def test_a_forced_close_from_a_task_the_borrow_waits_for_returns(rt: Any) -> None:
+    # A child task of the borrowing task closes the pool: the close waited for the
+    # borrow, which waited for the child (a deadlock no timeout ended).
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            pool = await dev.stream_pool(1)
+
+            async def borrow_and_close_from_a_child() -> None:
+                async with pool.stream(), anyio.create_task_group() as children:
+                    children.start_soon(functools.partial(pool.aclose, timeout=0.05))
+                    await anyio.sleep_forever()
+
+            with pytest.raises(anyio.ClosedResourceError):
+                await borrow_and_close_from_a_child()
+            assert pool.closed
+
+
+async def test_a_forced_close_closes_every_stream_whatever_a_launched_call_raised(
+    rt: Any,
+) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            pool = await dev.stream_pool(3)
+
+            async def holder() -> None:
+                with contextlib.suppress(anyio.ClosedResourceError):
+                    async with pool.stream() as s:
+                        s.launch(raises_fatal)
+                        await anyio.sleep_forever()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(holder)
+                await anyio.wait_all_tasks_blocked()
+                with pytest.raises(Fatal):
+                    await pool.aclose(timeout=0.05)
+            assert pool.closed
+            assert live_streams(rt) == 0
+
+
+async def test_a_stream_its_borrower_closed_is_replaced(rt: Any) -> None:
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+            async with pool.stream() as s:
+                await s.aclose()
+            stats = pool.statistics()
+            assert (stats.size, stats.replaced) == (1, 1)
+            async with pool.stream() as fresh:
+                assert fresh is not s
+                assert not fresh.closed
+                await fresh.synchronize()
