@@ -165,6 +165,39 @@ def test_a_plan_splits_long_work_into_calls_of_at_most_the_chunk() -> None:
     assert calls * (10 + each / 1_000) == pytest.approx(10_000, rel=0.02)
 
 
+def test_no_calibration_plans_more_calls_than_microseconds() -> None:
+    # A disturbed calibration once found 2.6e8 bytes per us and no overhead: 20 ms of
+    # work was planned as 20,000,000 calls, queued as one job.
+    rate = FillRate(bytes_per_us=2.6e8, overhead_us=0.0, chunk_bytes=256 << 10)
+    calls, _each = rate.plan(20_000)
+    assert calls <= 20_000
+
+
+async def test_a_stall_in_the_shorter_run_is_no_free_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every sample of every run of n calls runs behind 1 ms of device work, as if the
+    # host had stalled then, and none of the runs of 2n: their difference is negative.
+    # It was taken as a call costing nothing (the rate 2.6e8 bytes per us above).
+    acl = aclasync.sim.create(device_count=1)
+    plain_fill = _workload.fill
+
+    def stalled_fill(memset: Callable[..., int], *args: int) -> int:
+        calls = args[-3]
+        if calls in (8, 32):  # the n-call runs of a size and of the empty calls
+            acl.sim.launch_kernel(Kernel(duration_us=1_000), args[-1])
+        return plain_fill(memset, *args)
+
+    async with aclasync.open_device(0, backend=acl) as dev:
+        monkeypatch.setattr(_workload, "fill", stalled_fill)
+        work = await Workload.calibrate(dev, kind="memset", cap=256 << 10)
+        monkeypatch.setattr(_workload, "fill", plain_fill)
+    described = work.describe()
+    assert described["bytes_per_us"] < 1e7, described  # about 1e4-1e5 on this host
+    calls, _each = work.work(20_000)[1][-2:]
+    assert calls < 20_000
+
+
 async def test_a_gate_holds_the_work_queued_behind_it_until_it_opens() -> None:
     acl = aclasync.sim.create(device_count=1, strict=True)
     async with aclasync.open_device(0, backend=acl) as dev, dev.create_stream() as stream:

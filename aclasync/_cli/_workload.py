@@ -61,6 +61,9 @@ TARGET_CALL_US = 100.0
 _FIRST_SIZE, _GROWTH = 256 << 10, 4
 #: At most this many sizes are timed (each a few milliseconds at most).
 _MAX_SIZES = 8
+#: No device call is planned shorter than this, so that no calibration, however
+#: disturbed, plans more calls than microseconds asked for.
+_MIN_CALL_US = 1.0
 _FILL_VALUE = 0
 
 
@@ -151,7 +154,8 @@ class FillRate:
         """Return ``(calls, bytes each)`` for about *duration_us* of device work."""
         if duration_us <= self.overhead_us:
             return 1, MIN_FILL
-        chunk_us = self.overhead_us + self.chunk_bytes / self.bytes_per_us
+        # (at least _MIN_CALL_US a call, whatever the calibration found)
+        chunk_us = max(_MIN_CALL_US, self.overhead_us + self.chunk_bytes / self.bytes_per_us)
         calls = max(1, math.ceil(duration_us / chunk_us))
         each = (duration_us / calls - self.overhead_us) * self.bytes_per_us
         each = int(min(self.chunk_bytes, max(MIN_FILL, each)))
@@ -368,7 +372,9 @@ async def _calibrate_fill(dev: Device[Any], cap: int) -> tuple[FillRate, dict[st
             async def per_call(buffer: DeviceBuffer, calls: int, each: int) -> float:
                 await run_us(buffer, 1, each)  # the first touch (and the stream's set-up)
                 few, more = await run_us(buffer, calls, each), await run_us(buffer, 2 * calls, each)
-                return max(more - few, 0.0) / calls
+                if more <= few:  # a stall lengthened the shorter run: not a difference to
+                    return more / (2 * calls)  # trust; the longer run's mean errs high
+                return (more - few) / calls
 
             # Each size gets a buffer of its own, so that a small device (the
             # simulator's memory is the host's) never holds more than it measures.

@@ -350,12 +350,19 @@ _CONFIG_MAX_BYTES, _CONFIG_MAX_DEPTH = 10 << 20, 10
 
 def _config_status(path: str) -> int:
     """What ``aclInit`` answers for its configuration file *path*: 0 if it would use it."""
-    if not os.path.isfile(path) or os.path.getsize(path) > _CONFIG_MAX_BYTES:
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > _CONFIG_MAX_BYTES:
+            return RC.INVALID_FILE
+        with open(path, "rb") as file:
+            data = file.read().split(b"\0", 1)[0]
+    except OSError:  # unreadable, or gone since: its ifstream does not open
         return RC.INVALID_FILE
-    with open(path, "rb") as file:
-        text = file.read().split(b"\0", 1)[0].decode("utf-8", "replace")
-    if not text:
+    if not data:
         return RC.OK
+    try:  # nlohmann's lexer skips a UTF-8 byte order mark and refuses ill-formed UTF-8
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError:
+        return RC.PARSE_FILE
     depth = {"{": 0, "[": 0}
     deepest = 0
     for char in text:  # counted as CANN counts, brackets inside strings included
@@ -367,9 +374,9 @@ def _config_status(path: str) -> int:
             depth[opening] = max(0, depth[opening] - 1)
     if deepest > _CONFIG_MAX_DEPTH:
         return RC.PARSE_FILE
-    try:
-        json.loads(text, parse_constant=_not_json)
-    except ValueError:
+    try:  # and a lone surrogate escape ("\\ud800"), which Python's json takes
+        json.dumps(json.loads(text, parse_constant=_not_json), ensure_ascii=False).encode()
+    except ValueError:  # (UnicodeEncodeError included)
         return RC.PARSE_FILE
     return RC.OK
 

@@ -163,6 +163,9 @@ def test_init_reads_only_an_existing_config(rt, check, tmp_path):
         (b"[" * 10 + b"]" * 10, 0),
         (b"[" * 11 + b"]" * 11, ErrorCode.ACL_ERROR_PARSE_FILE),  # deeper than CANN reads
         (b'{"a": NaN}', ErrorCode.ACL_ERROR_PARSE_FILE),
+        (b'\xef\xbb\xbf{"a": 1}', 0),  # a byte order mark: skipped, as nlohmann does
+        (b'{"a": "\xff\xfe"}', ErrorCode.ACL_ERROR_PARSE_FILE),  # ill-formed UTF-8
+        (b'{"a": "\\ud800"}', ErrorCode.ACL_ERROR_PARSE_FILE),  # a lone surrogate
     ],
 )
 def test_init_parses_its_config_as_aclinit_does(rt, check, tmp_path, content, code):
@@ -172,6 +175,17 @@ def test_init_parses_its_config_as_aclinit_does(rt, check, tmp_path, content, co
     if code:  # a failed first call does not count: the next one is first
         check(rt.init())
     check(rt.finalize())
+
+
+def test_init_of_a_config_it_cannot_read_is_an_invalid_file(rt, check, tmp_path, monkeypatch):
+    config = tmp_path / "acl.json"
+    config.write_text("{}")
+
+    def unreadable(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(config))
+
+    monkeypatch.setattr("builtins.open", unreadable)
+    check(rt.init(str(config)), ErrorCode.ACL_ERROR_INVALID_FILE)
 
 
 def test_app_log_writes_through_logging(rt, caplog):
