@@ -47,6 +47,25 @@ def _creations(path: str) -> dict[str, Callable[[aclasync.Device], Awaitable[Any
     }
 
 
+async def _cancelled_behind_a_held_worker(
+    dev: aclasync.Device, awaitable: Awaitable[Any]
+) -> BaseException:
+    """Run *awaitable* as a task while a gated call holds the worker, cancel it with
+    asyncio's own ``task.cancel()`` before the worker answers, then let the worker go;
+    return the ``CancelledError`` the task raised."""
+    held = threading.Event()
+    holding = asyncio.ensure_future(dev.call(lambda: held.wait(20)))
+    task = asyncio.ensure_future(awaitable)
+    await asyncio.sleep(0)  # its job is queued behind the held call
+    await asyncio.sleep(0)
+    task.cancel()
+    held.set()
+    with pytest.raises(asyncio.CancelledError) as caught:
+        await task
+    await holding
+    return caught.value
+
+
 @pytest.mark.parametrize(
     "what", ["alloc", "alloc_host", "create_stream", "record_event", "load_model"]
 )
@@ -62,22 +81,13 @@ async def test_a_creation_cancelled_by_asyncio_leaves_nothing_behind(
         )
     )
     create = _creations(path)[what]
-    held = threading.Event()
     with anyio.fail_after(20):
         async with aclasync.open_device(0, backend=rt) as dev:
             event = await dev.default_stream.record_event()
             await event.aclose()  # the device's event pool holds one from now on
             await dev.synchronize()
             before = rt.sim.live_objects()
-            holding = asyncio.ensure_future(dev.call(lambda: held.wait(20)))
-            task = asyncio.ensure_future(create(dev))
-            await asyncio.sleep(0)  # the creation's call is queued behind the held one
-            await asyncio.sleep(0)
-            task.cancel()
-            held.set()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            await holding
+            await _cancelled_behind_a_held_worker(dev, create(dev))
             await dev.synchronize()  # the release's job, queued by the cancelled task, ran
             assert rt.sim.live_objects() == before
 
@@ -85,20 +95,11 @@ async def test_a_creation_cancelled_by_asyncio_leaves_nothing_behind(
 async def test_a_stream_close_cancelled_by_asyncio_closes_it_and_its_failure_goes_on(
     rt: Any,
 ) -> None:
-    held = threading.Event()
     with anyio.fail_after(20):
         async with aclasync.open_device(0, backend=rt) as dev:
             stream = await dev.create_stream()
             stream.launch(failing_call(AICORE))
-            holding = asyncio.ensure_future(dev.call(lambda: held.wait(20)))
-            closing = asyncio.ensure_future(stream.aclose(force=True))
-            await asyncio.sleep(0)
-            await asyncio.sleep(0)
-            closing.cancel()
-            held.set()
-            with pytest.raises(asyncio.CancelledError):
-                await closing
-            await holding
+            await _cancelled_behind_a_held_worker(dev, stream.aclose(force=True))
             assert stream.closed
             assert rt.sim.live_objects()["streams"] == 0
             with pytest.raises(aclasync.AclError) as caught:  # rule 6: the device's
@@ -109,20 +110,11 @@ async def test_a_stream_close_cancelled_by_asyncio_closes_it_and_its_failure_goe
 async def test_a_device_close_cancelled_by_asyncio_closes_it_and_notes_its_failure(
     rt: Any,
 ) -> None:
-    held = threading.Event()
     with anyio.fail_after(20):
         dev = await aclasync.open_device(0, backend=rt)
         dev.default_stream.launch(failing_call(AICORE))
-        holding = asyncio.ensure_future(dev.call(lambda: held.wait(20)))
-        closing = asyncio.ensure_future(dev.aclose())
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-        closing.cancel()
-        held.set()
-        with pytest.raises(asyncio.CancelledError) as caught:
-            await closing
-        await holding
+        cancelled = await _cancelled_behind_a_held_worker(dev, dev.aclose())
     assert dev.closed
-    assert any("507015" in note for note in getattr(caught.value, "__notes__", []))
+    assert any("507015" in note for note in getattr(cancelled, "__notes__", []))
     assert rt.sim.live_objects()["device_refs"] == 0
     assert not any(t.name == "aclasync-device0" for t in threading.enumerate())
