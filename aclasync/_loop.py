@@ -19,8 +19,8 @@ import sys
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -508,3 +508,31 @@ class Turn:
                 self._holder = self._by = None
         assert holder is not None, "end() without take()"
         holder.set()
+
+
+_T = TypeVar("_T")
+
+
+async def to_completion(work: Callable[[], Awaitable[_T]]) -> tuple[_T, BaseException | None]:
+    """Await ``work()`` to its end whatever cancels the caller; return its result and
+    the first of asyncio's own cancellations that came meanwhile (None if none did),
+    for the caller to raise once it is done.
+
+    anyio's (and trio's) cancellations are held off by a shield. asyncio's own
+    ``task.cancel()`` (``asyncio.timeout``, a ``TaskGroup``, a server's shutdown)
+    passes a shield, so on asyncio the work runs as a task of its own, which the
+    caller's cancellation does not reach, and the caller awaits it again.
+    """
+    with anyio.CancelScope(shield=True):
+        if asyncio._get_running_loop() is None:
+            return await work(), None
+        task = asyncio.ensure_future(work())
+        cancelled: BaseException | None = None
+        while True:
+            try:
+                return await asyncio.shield(task), cancelled
+            except asyncio.CancelledError as exc:
+                if task.done():  # the work itself was cancelled
+                    raise
+                cancelled = cancelled or exc
+    raise AssertionError("unreachable: a shield nobody cancels swallows nothing")

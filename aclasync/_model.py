@@ -29,6 +29,7 @@ from ._buffers import DeviceBuffer, HostBuffer
 from ._errors import AclError, raise_for_status
 from ._event import Event, release_events
 from ._factory import AsyncResource, Creation
+from ._loop import to_completion
 from ._model_calls import Loaded, TensorInfo, datasets, execute_on, load, release
 from ._pyacl.codes import ErrorCode
 from ._stream import Stream
@@ -409,13 +410,9 @@ class Model(AsyncResource):
             return
         self._closed = True
         done = self._close_done = anyio.Event()
+        cancelled: BaseException | None = None  # asyncio's own, raised once closed
         try:
-            with anyio.CancelScope(shield=True):
-                if self._active:
-                    self._idle = anyio.Event()
-                    await self._idle.wait()
-                if not self._device._state.gone():
-                    await self._release()
+            _, cancelled = await to_completion(self._shut_down)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             if not self._device._state.gone():
                 raise
@@ -425,7 +422,17 @@ class Model(AsyncResource):
             done.set()
         errors = self.take_failures()
         state = self._device._state
-        await state.finish_close(errors, propagating, state.hand_over)
+        await state.finish_close(errors, propagating or cancelled, state.hand_over)
+        if cancelled is not None and propagating is None:
+            raise cancelled
+
+    async def _shut_down(self) -> None:
+        """Wait for the runs under way, then release everything (``_release``)."""
+        if self._active:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+        if not self._device._state.gone():
+            await self._release()
 
     async def _release(self) -> None:
         """Wait for the model's work, release everything; the failures found are kept

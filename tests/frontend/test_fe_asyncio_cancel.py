@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 from frontend_support import failing_call
 
@@ -118,3 +119,27 @@ async def test_a_device_close_cancelled_by_asyncio_closes_it_and_notes_its_failu
     assert any("507015" in note for note in getattr(cancelled, "__notes__", []))
     assert rt.sim.live_objects()["device_refs"] == 0
     assert not any(t.name == "aclasync-device0" for t in threading.enumerate())
+
+
+async def test_a_model_close_cancelled_by_asyncio_releases_everything(
+    rt: Any, tmp_path: Path
+) -> None:
+    # It gave up at its first await, having forgotten its buffer sets: the model, its
+    # datasets and its memory stayed on the device, and a second close did nothing.
+    path = rt.sim.register_model(
+        tmp_path / "m.om",
+        inputs=[("x", (4,), "float32")],
+        outputs=[("y", (4,), "float32")],
+        fn=lambda x: x,
+    )
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as stream:
+            before = rt.sim.live_objects()
+            model = await dev.load_model(path)
+            await model.run(stream, np.zeros(4, dtype=np.float32))
+            await _cancelled_behind_a_held_worker(dev, model.aclose())
+            await dev.synchronize()
+            assert model.closed
+            after = rt.sim.live_objects()
+            after["events"] = before["events"]  # (the device's event pool filled meanwhile)
+            assert after == before
