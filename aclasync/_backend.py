@@ -12,7 +12,14 @@ from ._errors import BackendUnavailableError
 if TYPE_CHECKING:
     from ._pyacl.backend import AclBackend
 
-__all__ = ["ENV_VAR", "backend_from_env", "import_acl", "is_aclasync_simulator", "resolve_backend"]
+__all__ = [
+    "ENV_VAR",
+    "backend_from_env",
+    "import_acl",
+    "is_aclasync_simulator",
+    "native_acl",
+    "resolve_backend",
+]
 
 ENV_VAR = "ACLASYNC_BACKEND"
 
@@ -63,7 +70,7 @@ def resolve_backend(backend: object) -> tuple[AclBackend, str]:
         if choice is not None:
             return resolve_backend(choice)
         try:
-            return _native(), "native"
+            return native_acl(), "native"
         except BackendUnavailableError as exc:
             raise BackendUnavailableError(
                 f"no backend chosen and {exc}. Pass backend='sim' to use the simulator, "
@@ -75,7 +82,7 @@ def resolve_backend(backend: object) -> tuple[AclBackend, str]:
         return acl, "sim"
     if backend == "native":
         try:
-            return _native(), "native"
+            return native_acl(), "native"
         except BackendUnavailableError as exc:
             raise BackendUnavailableError(
                 f"backend='native' needs CANN: {exc}. Use backend='sim' (or "
@@ -122,7 +129,9 @@ def import_acl() -> object:
         raise BackendUnavailableError(f"`import acl` failed ({detail})") from exc
 
 
-def _native() -> AclBackend:
+def native_acl() -> AclBackend:
+    """``import acl``, checked for the pyACL calls aclasync needs; else
+    ``BackendUnavailableError`` saying why."""
     module = import_acl()
     missing = _missing_calls(module)
     if missing:

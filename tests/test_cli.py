@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import tracemalloc
+import types
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,19 @@ def test_info_without_acl_falls_back_to_the_simulator_and_says_why(
     info = json.loads(capsys.readouterr().out)
     assert info["backend"] == "sim"
     assert "import acl" in info["backend_reason"]
+
+
+@pytest.mark.usefixtures("no_native")
+def test_info_with_an_acl_that_is_not_pyacl_falls_back_to_the_simulator(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An unrelated module named acl: info stopped with "backend='native' needs CANN",
+    # a backend the user never chose.
+    monkeypatch.setitem(sys.modules, "acl", types.ModuleType("acl"))
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["backend"] == "sim"
+    assert "is not pyACL" in info["backend_reason"]
 
 
 @pytest.mark.usefixtures("no_native")

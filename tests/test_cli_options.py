@@ -463,3 +463,22 @@ def test_plot_with_every_benchmark_skipped_keeps_the_table_and_says_so(
     assert "aclasync: error" not in captured.err
     assert json.loads(results.read_text())["skipped"] == {"launch": "not installed here"}
     assert not chart.exists()
+
+
+@pytest.mark.parametrize(("strict", "code"), [(True, 1), (False, 0)])
+def test_simulated_kernels_on_the_native_backend_need_an_acl_with_acl_sim(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    strict: bool,
+    code: int,
+) -> None:
+    # `import acl` as aclasync's non-strict simulator has acl.sim: its default work is
+    # simulated kernels, which --workload sim-kernel was refused ("on the native
+    # backend the work is memset").
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ACLASYNC_BACKEND", "native")
+    monkeypatch.setitem(sys.modules, "acl", aclasync.sim.create(device_count=1, strict=strict))
+    assert main(["demo", "--items", "2", "--devices", "1", "--workload", "sim-kernel"]) == code
+    err = capsys.readouterr().err
+    assert ("--workload sim-kernel runs simulated kernels" in err) == strict

@@ -9,8 +9,8 @@ from typing import Any
 from .._backend import (
     ENV_VAR,
     backend_from_env,
-    import_acl,
     is_aclasync_simulator,
+    native_acl,
     resolve_backend,
 )
 from .._errors import BackendUnavailableError, raise_for_status
@@ -37,8 +37,8 @@ def choose_backend(requested: str | None) -> tuple[str, str]:
     if env is not None:
         return env, f"from ${ENV_VAR}"
     try:
-        import_acl()
-    except BackendUnavailableError as exc:
+        native_acl()
+    except BackendUnavailableError as exc:  # (no acl, or an `acl` that is not pyACL)
         return "sim", f"{exc}, so the simulator"
     return "native", "`import acl` works"
 

@@ -73,12 +73,15 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
         Benchmark(
             "scale",
-            "thousands of waiters over 8 devices: threads, memory",
+            "thousands of waiters over up to 8 devices: threads, memory",
             _scale.run,
             workload=True,
         ),
         Benchmark(
-            "pipeline", "the demo pipeline on 1, 2, 4 and 8 devices", _pipeline.run, workload=True
+            "pipeline",
+            "the demo pipeline on 1, 2, 4 and 8 devices (those the runtime has)",
+            _pipeline.run,
+            workload=True,
         ),
         Benchmark("model", "Model.run requests vs blocking execute in to_thread", _model.run),
         Benchmark("ray", "items/s on 1, 2 and 4 Ray NPU actors vs one device", _ray.run),

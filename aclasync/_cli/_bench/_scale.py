@@ -42,7 +42,7 @@ __all__ = ["RUNS_NATIVE", "run"]
 #: Runs on the native backend too: its device work is pyACL alone there (``_runner``).
 RUNS_NATIVE = True
 
-TITLE = "Concurrent waiters over 8 devices"
+TITLE = "Concurrent waiters over up to 8 devices"
 DEVICES = 8
 KERNEL_US = 100.0
 TICK = 0.001
