@@ -480,5 +480,17 @@ def test_simulated_kernels_on_the_native_backend_need_an_acl_with_acl_sim(
     monkeypatch.setenv("ACLASYNC_BACKEND", "native")
     monkeypatch.setitem(sys.modules, "acl", aclasync.sim.create(device_count=1, strict=strict))
     assert main(["demo", "--items", "2", "--devices", "1", "--workload", "sim-kernel"]) == code
-    err = capsys.readouterr().err
-    assert ("--workload sim-kernel runs simulated kernels" in err) == strict
+    captured = capsys.readouterr()
+    assert ("--workload sim-kernel runs simulated kernels" in captured.err) == strict
+    # What ran is named (the first line says "work" on the native backend).
+    assert ("workload: simulated kernels (acl.sim.launch_kernel)" in captured.out) != strict
+
+
+def test_trace_on_a_native_acl_with_acl_sim_names_its_simulated_kernels(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ACLASYNC_BACKEND", "native")
+    monkeypatch.setitem(sys.modules, "acl", aclasync.sim.create(device_count=1))
+    assert main(["trace", "--items", "2", "--devices", "1", "--out", "t.json"]) == 0
+    assert "workload: simulated kernels (acl.sim.launch_kernel)" in capsys.readouterr().out

@@ -132,7 +132,7 @@ def run_demo(
         raise CliError(f"verification failed: {exc}") from exc
     finally:
         display.close()
-    print(format_summary(result), file=out)
+    print(format_summary(result, said_kernel=step.startswith("kernel ")), file=out)
     done = sum(row["items"] for row in result["per_device"])
     if not result.get("checked", True):
         return 0 if done == items else 1
@@ -149,8 +149,9 @@ def _where(backend: str) -> str:
     return "native (aclasync's simulator as acl)" if is_aclasync_simulator(acl) else "native"
 
 
-def format_summary(result: dict[str, Any]) -> str:
-    """Render the dict ``run_pipeline`` returns as a table and a verification line."""
+def format_summary(result: dict[str, Any], said_kernel: bool = True) -> str:
+    """Render the dict ``run_pipeline`` returns as a table and a verification line;
+    *said_kernel*: the run's first line named its simulated kernels already."""
     header = f"  {'device':>6}  {'items':>6}  {'items/s':>9}  {'compute utilisation':>19}"
     lines = [header, "  " + "-" * (len(header) - 2)]
     for row in result["per_device"]:
@@ -176,7 +177,7 @@ def format_summary(result: dict[str, Any]) -> str:
             "compute step: pyACL alone: acl.rt.memset_async work of the requested length, "
             "then a device-to-device copy of the input into the output"
         )
-    lines.extend(_workload_lines(result.get("workloads", {})))
+    lines.extend(_workload_lines(result.get("workloads", {}), said_kernel))
     runs = "model executions" if compute == "model" else "kernels"
     if compute == "memset":
         runs = "compute steps"
@@ -198,13 +199,13 @@ def format_summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _workload_lines(workloads: dict[str, dict[str, Any]]) -> list[str]:
+def _workload_lines(workloads: dict[str, dict[str, Any]], said_kernel: bool) -> list[str]:
     """Which workload ran and its calibration: device 0's, and the others' spread."""
     if not workloads:
         return []
     first = workloads[min(workloads, key=int)]
-    if first.get("kind") == "sim-kernel":
-        return []  # the long-standing default: said by "kernel" in the first line
+    if first.get("kind") == "sim-kernel" and said_kernel:
+        return []  # the simulator's default: said by "kernel" in the first line
     lines = [describe_line(first) + (" (device 0)" if len(workloads) > 1 else "")]
     rates = [w["gb_per_s"] for w in workloads.values() if "gb_per_s" in w]
     if len(rates) > 1:

@@ -195,8 +195,9 @@ def run_trace(
     where = write_text(out_path, json.dumps(trace) + "\n")
     workloads = result["workloads"]
     lines = [f"wrote {len(trace['traceEvents'])} trace events to {where}"]
-    if workloads and workloads[min(workloads, key=int)].get("kind") != "sim-kernel":
-        lines.append(describe_line(workloads[min(workloads, key=int)]))
+    first = workloads[min(workloads, key=int)] if workloads else None
+    if first is not None and (first.get("kind") != "sim-kernel" or backend != "sim"):
+        lines.append(describe_line(first))
     if runtime is None:
         lines.append("stream tracks: one span per stage, from timing events on the device")
     lines.append(
