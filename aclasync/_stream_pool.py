@@ -321,7 +321,7 @@ class StreamPool(AsyncResource):
         steps = _ToCompletion()
         self._recycling.add(stream)  # a close's timeout force-closes it too
         try:
-            if stream.closed and not (self._closing or _device_gone(stream)):
+            if stream.closed and not (self._closing or stream._state.gone()):
                 # Its borrower closed it (the close reported what it held): a fresh one.
                 keep = await steps.run(functools.partial(self._replace, stream, failures))
                 decided = True
@@ -655,12 +655,7 @@ class _ToCompletion:
 
 def _gone(stream: Stream) -> bool:
     """Whether *stream* can no longer be lent: it, or its device, is closed or broken."""
-    return stream.closed or stream._state.worker.death is not None
-
-
-def _device_gone(stream: Stream) -> bool:
-    """Whether *stream*'s device is closed or broken."""
-    return stream._state.closed or stream._state.worker.death is not None
+    return stream.closed or stream._state.gone()
 
 
 def _idle(stream: Stream) -> bool:
