@@ -183,3 +183,22 @@ async def test_model_and_request_concurrent_alternate_their_variants_in_rounds()
     rate, latencies = (await _model.alternate({"a": variant("a")}, 2, 40, 4))["a"]
     assert rate > 0
     assert len(latencies) == 40  # every round's requests, pooled
+
+
+def test_notes_about_the_simulator_are_only_for_runs_on_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card user's report must not describe the simulator: the notes that do are
+    chosen by ``Target.simulated``, which asks where the native ``acl`` comes from."""
+    from aclasync import sim
+    from aclasync._cli._bench import _common
+
+    assert _common.Target().simulated
+    native = _common.Target(backend="native")
+    runtime = sim.create(device_count=1)
+    try:
+        monkeypatch.setattr(_common, "native_runtime", lambda: (runtime, 1))
+        assert native.simulated
+    finally:
+        runtime.sim.close()
+    cann = type("acl", (), {"__file__": "/usr/local/Ascend/python/site-packages/acl.so"})()
+    monkeypatch.setattr(_common, "native_runtime", lambda: (cann, 1))
+    assert not native.simulated

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from aclasync._backend import is_aclasync_simulator
 from aclasync.sim import Kernel
 
 from .._common import sim_runtime
@@ -63,6 +64,11 @@ class Target:
     @property
     def native(self) -> bool:
         return self.backend == "native"
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the devices are aclasync's simulator (the native ``acl`` may be it)."""
+        return not self.native or is_aclasync_simulator(native_runtime()[0])
 
     def runtime(self, devices: int) -> Any:
         """A runtime with *devices* devices: a fresh simulator, or the native ``acl``."""

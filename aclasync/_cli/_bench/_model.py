@@ -146,7 +146,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
             else f"One request: the inputs of {cfg.target.model} copied in, one execution, "
             "its outputs copied out.",
             "aclasync spreads requests over four streams; the simulator's blocking "
-            "execute runs on the context's default stream, so blocking requests share it.",
+            "execute runs on the context's default stream, so blocking requests share it."
+            if cfg.target.simulated
+            else "aclasync spreads requests over four streams.",
             "to_thread runs in anyio's default thread limiter (40 threads).",
             f"The variants alternate in {rounds} rounds of {n // rounds} requests each "
             "(order alternating); req/s is the median of the rounds' rates, p50/p99 pool "

@@ -157,7 +157,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "charts": CHARTS,
         "notes": [
             "wall: request start to the coroutine running again; cpu: process_time around "
-            "the request, every thread of the process (the simulator's included).",
+            "the request, every thread of the process (the runtime's included).",
             "over = p50(aclasync) - p50(thread); A/A = p50(thread') - p50(thread), two "
             "identical dedicated threads: the noise a cell is judged within.",
             "raw blocks the event loop in synchronize_stream: what the device and the "

@@ -184,7 +184,7 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "notes": [
             *(STAMPED_NOTES if stamped else TIMED_NOTES),
             "thr cpu: thread_time of the raw waiting thread per sync; proc cpu: "
-            "process_time per launch+sync, all threads (simulator included).",
+            "process_time per launch+sync, all threads (the runtime's included).",
             "gap kept: (default p50 - this mode's p50) through aclasync on that loop, "
             "divided by the same gap at the raw level.",
             *_quiet_wait.NOTES,
