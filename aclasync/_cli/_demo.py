@@ -181,9 +181,11 @@ def format_summary(result: dict[str, Any], said_kernel: bool = True) -> str:
     runs = "model executions" if compute == "model" else "kernels"
     if compute == "memset":
         runs = "compute steps"
+    measured = compute == "model" and result.get("model_path")
+    length = "timed once before the run" if measured else "as planned"
     lines.append(
         f"compute utilisation: the share of the wall time each device's {runs} ran "
-        "(the overlap of copies and compute achieved)"
+        f"(the overlap of copies and compute achieved), each step's length {length}"
     )
     if not result.get("checked", True):
         lines.append(
