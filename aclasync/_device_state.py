@@ -37,7 +37,7 @@ from ._errors import (
 from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
 from ._lanes import FORCED_EVENT, EventRecord, Lane, Life
-from ._loop import Turn, Waiter, current_delivery
+from ._loop import Turn, Waiter, current_delivery, to_completion
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus
@@ -140,14 +140,13 @@ class DeviceState:
         The round trip is shielded; if the caller was cancelled meanwhile, the new
         resource is released again (also shielded) before the cancellation goes on.
         asyncio's own ``task.cancel()``, which passes a shield, is raised once the
-        resource is released (``Waiter.answered``); the release's job, once queued,
-        runs even if its wait is cut short.
+        resource is released (``Waiter.answered``), the release running to completion
+        (``to_completion``) whatever else cancels the caller.
         """
         waiter = self._call(make)
         cancelled = await waiter.answered()
         try:
-            with anyio.CancelScope(shield=True):  # (answered: it returns at once)
-                made: _T = await waiter.wait()
+            made: _T = waiter.answer()
         except BaseException as exc:
             if cancelled is not None:  # nothing was made: the cancellation goes on
                 raise cancelled from exc
@@ -157,8 +156,7 @@ class DeviceState:
                 raise cancelled
             await anyio.lowlevel.checkpoint_if_cancelled()
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await release(made)
+            await to_completion(functools.partial(release, made))  # (a second cancel too)
             raise
         return made
 
@@ -390,7 +388,7 @@ class DeviceState:
             try:
                 waiter = self._call(close)
                 cancelled = await waiter.answered()
-                await waiter.wait()
+                waiter.answer()
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 if not self.gone():
                     raise
@@ -564,16 +562,20 @@ class DeviceState:
         """Start the worker and set the device; cancellation-safe (closes again)."""
         waiter = current_delivery().new_waiter()
         self.worker.start(waiter)
+        cancelled = await waiter.answered()  # (asyncio's own passes a shield)
         try:
-            with anyio.CancelScope(shield=True):
-                await waiter.wait()
-        except BaseException:
+            waiter.answer()
+        except BaseException as exc:
             self.closed = True
             self._closing.take()  # (nobody else can have it: the device never opened)
             self._stop_quietly()
             self._closing.end(keep=True)
+            if cancelled is not None:  # nothing was opened: the cancellation goes on
+                raise cancelled from exc
             raise
         try:
+            if cancelled is not None:
+                raise cancelled
             await anyio.lowlevel.checkpoint_if_cancelled()
         except BaseException as exc:
             await self.aclose(exc)
@@ -615,7 +617,7 @@ class DeviceState:
                     try:
                         worker.submit(Stop(waiter, self._stopped))
                         cancelled = await waiter.answered()
-                        errors.extend(await waiter.wait())
+                        errors.extend(waiter.answer())
                     except anyio.BrokenResourceError as exc:  # it died tearing down
                         errors.append(exc)
                     self._stop.clear()

@@ -146,10 +146,11 @@ class Waiter:
 
     async def answered(self) -> BaseException | None:
         """Park, shielded, until the worker answered, even through asyncio's own
-        ``task.cancel()``, which passes a shield; then ``wait()`` in a shield gives the
-        answer at once. Returns the first such cancellation (None if none came), for the caller
-        to raise once its work is done. Only for a waiter the worker answers whatever
-        happens (a call's, a stop's), never a point's, which an abandoned wait leaves.
+        ``task.cancel()``, which passes a shield; ``answer()`` then gives the answer
+        with no checkpoint between. Returns the first such cancellation (None if none
+        came), for the caller to raise once its work is done. Only for a waiter the
+        worker answers whatever happens (a call's, a stop's), never a point's, which an
+        abandoned wait leaves.
         """
         cancelled: BaseException | None = None
         while self.result is None:
@@ -159,6 +160,12 @@ class Waiter:
             except anyio.get_cancelled_exc_class() as exc:  # (only asyncio's own)
                 cancelled = cancelled or exc
         return cancelled
+
+    def answer(self) -> Any:
+        """The answer ``answered()`` awaited: return the result, or raise what the
+        worker holds. No checkpoint, so no cancellation can come between the two."""
+        assert self.result is not None, "answer() is for a waiter that answered()"
+        return self.result.unwrap()
 
     def _timed_out(self, on_timeout: Callable[[], BaseException] | None) -> BaseException:
         if on_timeout is None:

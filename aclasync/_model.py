@@ -15,6 +15,7 @@ afterwards starts after it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import weakref
@@ -81,8 +82,9 @@ class Model(AsyncResource):
     stream) are pooled: ``run`` takes a set and gives it back when it ends, however it
     ends, and a new set is made only when all are busy. Without ``pool_size`` the pool
     grows to the peak number of concurrent ``run`` calls; with it, at most
-    ``pool_size`` runs hold a set and the others wait. Unlike its ``Device``, a model
-    belongs to the event loop that loaded it: load one per loop.
+    ``pool_size`` runs hold a set and the others wait (each set holds one of the
+    device's limited streams: bound bursts with ``pool_size``). Unlike its ``Device``,
+    a model belongs to the event loop that loaded it: load one per loop.
     """
 
     def __init__(self, device: Device, loaded: Loaded, pool_size: int | None = None) -> None:
@@ -210,6 +212,8 @@ class Model(AsyncResource):
         try:
             slot = await self._take_slot(stream)
             try:
+                if self._closed:  # closed while this run waited for a set: refused
+                    raise anyio.ClosedResourceError(f"{self!r} is closed")
                 return await self._run_on(slot, stream, inputs)
             finally:
                 self._give_back(slot)
@@ -329,10 +333,10 @@ class Model(AsyncResource):
             slot = self._free.pop(0)
             await self._settle_dirty(slot)
             return slot
-        slot = await self._make_slot(stream.flags)
-        if self._closed:  # a run that had no buffer set when the model closed: refused
-            raise anyio.ClosedResourceError(f"{self!r} is closed")
+        slot, cancelled = await to_completion(functools.partial(self._make_slot, stream.flags))
         try:
+            if cancelled is not None:
+                raise cancelled
             await anyio.lowlevel.checkpoint_if_cancelled()
         except BaseException:
             self._free.append(slot)  # made but never used: ready for the next run
@@ -360,26 +364,26 @@ class Model(AsyncResource):
             raise
 
     async def _make_slot(self, flags: int) -> _Slot:
-        """Allocate a buffer set, its datasets and its stream; shielded."""
+        """Allocate a buffer set, its datasets and its stream (run to completion by
+        ``_take_slot``: what the worker makes is never left to a cancellation)."""
         device = self._device
         slot = _Slot(self._id, next(self._keys))
-        with anyio.CancelScope(shield=True):
-            try:
-                slot.stream = await device._create_private_stream(flags)
-                for tensor in self._inputs:
-                    slot.dev_in.append(await device.alloc(tensor.nbytes))
-                    slot.host_in.append(await device.alloc_host(tensor.nbytes))
-                for tensor in self._outputs:
-                    slot.dev_out.append(await device.alloc(tensor.nbytes))
-                    slot.host_out.append(await device.alloc_host(tensor.nbytes))
-                ins = tuple((b.ptr, b.nbytes) for b in slot.dev_in)
-                outs = tuple((b.ptr, b.nbytes) for b in slot.dev_out)
-                handles = device._state.worker.handles
-                made = await device.call(datasets, device.acl, handles, slot.key, ins, outs)
-                raise_for_status(made.ret, made.api, device=device.id)
-            except BaseException as exc:  # give back what was made (the datasets undo themselves)
-                await _discard(slot, exc)
-                raise
+        try:
+            slot.stream = await device._create_private_stream(flags)
+            for tensor in self._inputs:
+                slot.dev_in.append(await device.alloc(tensor.nbytes))
+                slot.host_in.append(await device.alloc_host(tensor.nbytes))
+            for tensor in self._outputs:
+                slot.dev_out.append(await device.alloc(tensor.nbytes))
+                slot.host_out.append(await device.alloc_host(tensor.nbytes))
+            ins = tuple((b.ptr, b.nbytes) for b in slot.dev_in)
+            outs = tuple((b.ptr, b.nbytes) for b in slot.dev_out)
+            handles = device._state.worker.handles
+            made = await device.call(datasets, device.acl, handles, slot.key, ins, outs)
+            raise_for_status(made.ret, made.api, device=device.id)
+        except BaseException as exc:  # give back what was made (the datasets undo themselves)
+            await _discard(slot, exc)
+            raise
         slot.inputs, slot.outputs = made.inputs, made.outputs
         self._slots.append(slot)
         return slot

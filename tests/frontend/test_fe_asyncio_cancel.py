@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import numpy as np
 import pytest
-from frontend_support import failing_call
+from frontend_support import ProxyAcl, failing_call
 
 import aclasync
 
@@ -93,6 +94,92 @@ async def test_a_creation_cancelled_by_asyncio_leaves_nothing_behind(
             assert rt.sim.live_objects() == before
 
 
+async def _cancelled_at_every_turn(dev: aclasync.Device, awaitable: Awaitable[Any]) -> None:
+    """Run *awaitable* as a task queued behind a held worker and ``task.cancel()`` it
+    at every turn of the loop until it ends, the worker let go meanwhile: whenever the
+    task is suspended, before or after the worker answered, a cancellation reaches it
+    before it resumes. It must end cancelled."""
+    held = threading.Event()
+    holding = asyncio.ensure_future(dev.call(lambda: held.wait(20)))
+    task = asyncio.ensure_future(awaitable)
+    loop = asyncio.get_running_loop()
+
+    def cancel_again() -> None:
+        if not task.done():
+            task.cancel()
+            loop.call_soon(cancel_again)
+
+    await asyncio.sleep(0)  # its job is queued behind the held call
+    loop.call_soon(cancel_again)
+    held.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await holding
+
+
+@pytest.mark.parametrize(
+    "what", ["alloc", "alloc_host", "create_stream", "record_event", "load_model"]
+)
+async def test_a_creation_cancelled_at_every_turn_leaves_nothing_behind(
+    rt: Any, tmp_path: Path, what: str
+) -> None:
+    # Once the worker had answered, the creation took its answer through one more
+    # checkpoint: a cancellation there lost what was made (a model, memory) until the
+    # device closed.
+    path = str(
+        rt.sim.register_model(
+            tmp_path / "m.om",
+            inputs=[("x", (4,), "float32")],
+            outputs=[("y", (4,), "float32")],
+            fn=lambda x: x,
+        )
+    )
+    create = _creations(path)[what]
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            event = await dev.default_stream.record_event()
+            await event.aclose()
+            await dev.synchronize()
+            before = rt.sim.live_objects()
+            await _cancelled_at_every_turn(dev, create(dev))
+            await dev.synchronize()
+            assert rt.sim.live_objects() == before
+
+
+async def test_a_run_cancelled_while_its_set_is_made_leaves_nothing_after_the_close(
+    rt: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The datasets the worker went on to make outlived the model's close.
+    path = rt.sim.register_model(
+        tmp_path / "m.om",
+        inputs=[("x", (4,), "float32")],
+        outputs=[("y", (4,), "float32")],
+        fn=lambda x: x,
+    )
+    making, gate = threading.Event(), threading.Event()
+    create_dataset = rt.mdl.create_dataset
+
+    def held_create_dataset() -> Any:
+        making.set()
+        gate.wait(20)
+        return create_dataset()
+
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as stream:
+            model = await dev.load_model(path)
+            monkeypatch.setattr(rt.mdl, "create_dataset", held_create_dataset)
+            run = asyncio.ensure_future(model.run(stream, np.zeros(4, np.float32)))
+            await anyio.to_thread.run_sync(making.wait, 10)
+            run.cancel()
+            gate.set()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            await model.aclose()
+            assert rt.sim.model_objects() == dict.fromkeys(
+                ("models", "model_descs", "datasets", "data_buffers"), 0
+            )
+
+
 async def test_a_stream_close_cancelled_by_asyncio_closes_it_and_its_failure_goes_on(
     rt: Any,
 ) -> None:
@@ -143,3 +230,35 @@ async def test_a_model_close_cancelled_by_asyncio_releases_everything(
             after = rt.sim.live_objects()
             after["events"] = before["events"]  # (the device's event pool filled meanwhile)
             assert after == before
+
+
+class _HeldSetDevice(ProxyAcl):
+    """``set_device`` waits for ``release`` (at most 5 s; ``timed_out`` says if it did)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        self.timed_out = False
+
+    def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+        if name == "set_device":
+            self.reached.set()
+            self.timed_out = not self.release.wait(5)
+
+
+async def test_an_open_cancelled_by_asyncio_never_blocks_the_loop(rt: Any) -> None:
+    # The cancelled open joined the worker's thread on the loop's thread, so the loop
+    # stood still until set_device returned (on a card that can take seconds).
+    acl = _HeldSetDevice(rt)
+    with anyio.fail_after(20):
+        task = asyncio.ensure_future(aclasync.open_device(0, backend=acl))
+        await anyio.to_thread.run_sync(acl.reached.wait, 5)
+        task.cancel()
+        await asyncio.sleep(0.05)  # the loop goes on while set_device is held
+        assert not acl.timed_out
+        acl.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert rt.sim.live_objects()["device_refs"] == 0
+    assert not any(t.name == "aclasync-device0" for t in threading.enumerate())

@@ -353,3 +353,52 @@ async def test_a_chained_run_cancelled_at_its_last_record_gives_back_every_event
             await stream.aclose()
             await blocker.aclose()
             assert len(handles._events) == 0
+
+
+async def test_aclose_refuses_a_run_waiting_for_a_cancelled_runs_set(
+    rt: Any, tmp_path: Path
+) -> None:
+    # With pool_size=1, a run waiting for the set a cancelled run left busy took it
+    # once that work ended and returned output after the close had begun.
+    started, gate = threading.Event(), threading.Event()
+
+    def held(x: Any) -> Any:
+        if x[0] == 1:
+            started.set()
+            gate.wait(20)
+        return x + 1.0
+
+    path = rt.sim.register_model(
+        tmp_path / "held.om",
+        inputs=[("x", (4,), "float64")],
+        outputs=[("y", (4,), "float64")],
+        fn=held,
+    )
+    with anyio.fail_after(20):
+        async with (
+            aclasync.open_device(0, backend=rt) as dev,
+            dev.create_stream() as first,
+            dev.create_stream() as second,
+        ):
+            model = await dev.load_model(path, pool_size=1)
+            with anyio.CancelScope() as scope:  # the first run: cancelled, its set busy
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(model.run, first, np.ones(4))
+                    await anyio.to_thread.run_sync(started.wait, 10)
+                    scope.cancel()
+            outcome: list[BaseException | list[Any]] = []
+
+            async def waiting_run() -> None:
+                try:
+                    outcome.append(await model.run(second, np.full(4, 2.0)))
+                except anyio.ClosedResourceError as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waiting_run)
+                await anyio.wait_all_tasks_blocked()  # it waits for the busy set
+                tg.start_soon(model.aclose)
+                await anyio.wait_all_tasks_blocked()
+                gate.set()
+            assert isinstance(outcome[0], anyio.ClosedResourceError), outcome
+    assert rt.sim.model_objects() == NO_OBJECTS
