@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import functools
+import sys
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 
 import anyio
 import anyio.lowlevel
 
 from ._device import Device, open_device
+from ._errors import report
+from ._loop import to_completion
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
-from ._stream_pool import PoolStatistics, StreamPool, _ToCompletion, stream_pool
+from ._stream_pool import PoolStatistics, StreamPool, stream_pool
+from ._waits import check_timeout
+
+if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
+    from exceptiongroup import ExceptionGroup
 
 __all__ = ["DevicePool"]
 
@@ -67,10 +75,10 @@ class DevicePool:
         self._backend = backend
         self._per_device = streams_per_device
         self._flags = int(flags)
-        self._exits = contextlib.AsyncExitStack()
         self._devices: list[Device] = []
         self._pool: StreamPool | None = None
         self._entered = False
+        self._opening: anyio.Event | None = None  # set when the opening has ended
         self._close_done: anyio.Event | None = None
 
     def __repr__(self) -> str:
@@ -102,20 +110,28 @@ class DevicePool:
         if self._entered:
             raise RuntimeError(f"{self!r} was already opened")
         self._entered = True
+        opening = self._opening = anyio.Event()
         try:
             for device_id in self._ids:
-                device = await self._exits.enter_async_context(
-                    open_device(device_id, backend=self._backend)
-                )
-                self._devices.append(device)
+                self._devices.append(await open_device(device_id, backend=self._backend))
+                self._refuse_if_closed()
             pool = stream_pool(self._devices, self._per_device, flags=self._flags)
             self._pool = await pool
-            self._exits.push_async_callback(pool.aclose)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self._exits.aclose()
+            self._refuse_if_closed()
+        except BaseException as exc:
+            errors, cancelled = await self._close_all(None, exc)
+            report(errors, exc)
+            if cancelled is not None:  # (asyncio's own, during the clean-up) it goes on
+                raise cancelled from exc
             raise
+        finally:
+            opening.set()
         return self
+
+    def _refuse_if_closed(self) -> None:
+        """Raise ``ClosedResourceError`` if ``aclose`` was called while the pool opened."""
+        if self._close_done is not None:
+            raise anyio.ClosedResourceError(f"{self!r} was closed while it opened")
 
     async def __aexit__(
         self,
@@ -123,34 +139,87 @@ class DevicePool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        """Close as ``aclose()`` does; while *exc* propagates, what the close finds is
+        added to it as notes and never replaces it (errors rule 6)."""
+        await self._close(None, exc)
 
     async def aclose(self, *, timeout: float | None = None) -> None:
         """Close the pool (see ``StreamPool.aclose``), then every device. Idempotent: a
-        call while another is under way returns when that one is complete.
+        call while another is under way returns when that one is complete; a call
+        while the pool opens waits for the opening, which then fails with
+        ``anyio.ClosedResourceError`` and closes what it opened.
 
         With ``timeout`` (seconds), borrowers still holding a stream after that long are
         cancelled (they get ``anyio.ClosedResourceError``) and their streams
         force-closed; without it the close waits for every lent stream to come back.
         The devices' close then waits for kernels already running (a force-close drops
-        queued work only). Runs to completion even when cancelled (asyncio's own
-        ``task.cancel()`` too: then raised once the close is complete). Raises
-        ``RuntimeError`` at once, closing nothing, when called by a task from inside
-        one of its own borrows.
+        queued work only). Raises what the pool's and the devices' closes found (one
+        failure as itself, several as an ``ExceptionGroup``). Runs to completion even
+        when cancelled (asyncio's own ``task.cancel()`` too: then raised once the close
+        is complete, with those failures as notes). Raises ``RuntimeError`` at once,
+        closing nothing, when called by a task from inside one of its own borrows.
         """
+        await self._close(check_timeout(timeout), None)
+
+    async def _close(self, timeout: float | None, propagating: BaseException | None) -> None:
         if self._pool is not None:
             self._pool._refuse_own_borrow()
         if self._close_done is not None:  # a second caller: wait for the first
-            await _ToCompletion().finish(self._close_done.wait)
-            await anyio.lowlevel.checkpoint()
-            return
-        done = self._close_done = anyio.Event()
-        try:
+            _, cancelled = await to_completion(self._close_done.wait)
+        else:
+            done = self._close_done = anyio.Event()
             try:
-                if self._pool is not None:  # (runs to completion by itself)
-                    await self._pool.aclose(timeout=timeout)
+                _, cancelled = await to_completion(self._opened)
+                errors, cancelled_later = await self._close_all(timeout, propagating)
             finally:
-                await _ToCompletion().finish(self._exits.aclose)
-        finally:
-            done.set()
-        await anyio.lowlevel.checkpoint()
+                done.set()
+            cancelled = cancelled or cancelled_later
+            report(errors, propagating or cancelled)
+        if propagating is None:
+            if cancelled is not None:
+                raise cancelled
+            await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
+
+    async def _opened(self) -> None:
+        """Return once an opening under way has ended (it sees the close and fails)."""
+        if self._opening is not None:
+            await self._opening.wait()
+
+    async def _close_all(
+        self, timeout: float | None, propagating: BaseException | None
+    ) -> tuple[list[BaseException], BaseException | None]:
+        """Close the pool, then the devices (the last opened first), each to completion
+        whatever cancels the caller. Return what they raised (with *propagating*, they
+        add it as notes to that instead) and asyncio's own cancellation if one came."""
+        errors: list[BaseException] = []
+        cancelled: BaseException | None = None
+        closes: list[Callable[[], Awaitable[None]]] = []
+        if self._pool is not None and not self._pool.closed:
+            closes.append(functools.partial(_exit, self._pool, timeout, propagating))
+        closes.extend(
+            functools.partial(_exit, device, None, propagating)
+            for device in reversed(self._devices)
+        )
+        for close in closes:
+            try:
+                _, cancelled_now = await to_completion(close)
+            except ExceptionGroup as group:  # one close's several failures
+                errors.extend(group.exceptions)
+            except BaseException as exc:  # an AclError, a fault: the others close too
+                errors.append(exc)
+            else:
+                cancelled = cancelled or cancelled_now
+        return errors, cancelled
+
+
+async def _exit(
+    resource: StreamPool | Device, timeout: float | None, propagating: BaseException | None
+) -> None:
+    """Close *resource*: with *propagating* as its ``async with`` exit does (failures
+    become notes on it), else with ``aclose``."""
+    if propagating is not None:
+        await resource.__aexit__(type(propagating), propagating, None)
+    elif isinstance(resource, StreamPool):
+        await resource.aclose(timeout=timeout)
+    else:
+        await resource.aclose()

@@ -197,10 +197,23 @@ class StreamPool(AsyncResource):
                         self._capacity[device.id] += 1
             # A cancellation that came meanwhile: the caller never gets the pool.
             await anyio.lowlevel.checkpoint_if_cancelled()
-        except BaseException:
-            await self.aclose()
+        except BaseException as exc:
+            cancelled = await self._shut(None, exc)
+            if cancelled is not None and cancelled is not exc:  # (asyncio's own) it goes on
+                raise cancelled from exc
             raise
         return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        """Close the pool as ``aclose()`` does; while *exc* propagates, what the close
+        finds is added to it as notes and never replaces it (errors rule 6)."""
+        cancelled = await self._shut(None, exc)
+        if exc is None:
+            if cancelled is not None:
+                raise cancelled
+            await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
 
     # -- borrowing -------------------------------------------------------------------
 
@@ -400,12 +413,23 @@ class StreamPool(AsyncResource):
         called by a task from inside one of its own borrows (the close would wait for
         that borrow for ever). A pool closed before it was opened never opens.
         """
-        timeout = check_timeout(timeout)
+        cancelled = await self._shut(check_timeout(timeout), None)
+        if cancelled is not None:
+            raise cancelled
+        await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
+
+    async def _shut(
+        self, timeout: float | None, propagating: BaseException | None
+    ) -> BaseException | None:
+        """``aclose``'s work. Raises what closing the streams found, or with
+        *propagating* adds it to that as notes; returns asyncio's own cancellation if
+        one came meanwhile (then the failures are notes on it), for the caller to raise
+        or, with *propagating*, to chain."""
         self._refuse_own_borrow()
+        steps = _ToCompletion()
         if self._close_done is not None:  # a second caller: wait for the first
-            await _ToCompletion().finish(self._close_done.wait)
-            await anyio.lowlevel.checkpoint_if_cancelled()
-            return
+            await steps.run(self._close_done.wait)
+            return steps.cancelled
         self._close_done = anyio.Event()
         self._closing = True
         self._close_reason = f"{self!r} is closed"
@@ -413,14 +437,11 @@ class StreamPool(AsyncResource):
         deadline = math.inf if timeout is None else anyio.current_time() + timeout
         errors: list[BaseException] = []
         try:
-            await _ToCompletion().finish(functools.partial(self._close, deadline, timeout, errors))
-        except anyio.get_cancelled_exc_class() as exc:  # asyncio's own, after the close
-            report(errors, exc)
-            raise
+            await steps.run(functools.partial(self._close, deadline, timeout, errors))
         finally:
             self._close_done.set()
-        report(errors)
-        await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
+        report(errors, propagating or steps.cancelled)
+        return steps.cancelled
 
     def _refuse_own_borrow(self) -> None:
         """Raise ``RuntimeError`` if the calling task holds one of the pool's streams."""

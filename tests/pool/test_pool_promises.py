@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from pool_support import HookedAcl, passing
 
 import aclasync
 from aclasync.sim import Kernel
@@ -121,48 +122,25 @@ async def test_every_aclose_returns_once_the_close_is_complete(
             await devices[0].aclose()
 
 
-class _FaultyReplacements:
-    """A simulated runtime whose ``destroy_stream_force`` raises once armed."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.armed = False
-        self.rt = _FaultyRt(inner.rt, self)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _FaultyRt:
-    def __init__(self, inner: Any, owner: _FaultyReplacements) -> None:
-        self._inner = inner
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._inner, name)
-        if name != "destroy_stream_force":
-            return target
-
-        def call(*args: Any) -> Any:
-            if self._owner.armed:
-                raise RuntimeError("injected backend fault")
-            return target(*args)
-
-        return call
+def fault_replacements(name: str, args: tuple[Any, ...], call: Any) -> Any:
+    """A hook: ``destroy_stream_force`` meets a backend fault."""
+    if name == "destroy_stream_force":
+        raise RuntimeError("injected backend fault")
+    return call(*args)
 
 
 async def test_a_backend_fault_while_replacing_a_stream_never_hangs_the_pool(rt: Any) -> None:
-    acl = _FaultyReplacements(rt)
+    acl = HookedAcl(rt)
     with anyio.fail_after(LIMIT_S):
         async with aclasync.open_device(0, backend=acl) as dev:
             pool = await dev.stream_pool(1)
-            acl.armed = True
+            acl.hook = fault_replacements
             with pytest.raises(BaseException) as caught:  # noqa: PT011 - any, but no hang
                 async with pool.stream() as s:
                     s.launch(fails_with(107000))
             assert "107000" in repr(caught.value) or "injected" in repr(caught.value)
             assert pool.statistics().borrowed == 0
-            acl.armed = False
+            acl.hook = passing
             await pool.aclose()
 
 

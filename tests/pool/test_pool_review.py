@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from pool_support import HookedAcl, holding, passing
 
 import aclasync
 from aclasync import FailureMode
@@ -57,35 +58,6 @@ def raises_fatal(stream: int) -> int:
 
 def live_streams(rt: Any) -> int:
     return int(rt.sim.live_objects()["streams"])
-
-
-class _Proxy:
-    """The simulated runtime with one ``acl.rt`` call replaced once ``armed``."""
-
-    def __init__(self, inner: Any, name: str, replacement: Any) -> None:
-        self._inner = inner
-        self.armed: Any = None
-        self.rt = _RtProxy(inner.rt, self, name, replacement)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _RtProxy:
-    def __init__(self, inner: Any, owner: _Proxy, name: str, replacement: Any) -> None:
-        self._inner, self._owner, self._name, self._replacement = inner, owner, name, replacement
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._inner, name)
-        if name != self._name:
-            return target
-
-        def call(*args: Any) -> Any:
-            if self._owner.armed is not None:
-                return self._replacement(self._owner.armed, target, *args)
-            return target(*args)
-
-        return call
 
 
 # -- 1. any failure of the returned stream's work ------------------------------------
@@ -245,50 +217,29 @@ async def test_asyncio_cancel_of_aclose_still_completes_the_close(rt: Any, kind:
 # -- 3 and 7. a device that broke or closed lends no more ---------------------------
 
 
-class _BreakDevice0:
-    """Once armed, device 0's worker meets a fault when it looks for finished work."""
-
-    LOOKS = frozenset(
-        {
-            "query_event_status",
-            "synchronize_event_with_timeout",
-            "synchronize_stream_with_timeout",
-            "stream_query",
-            "synchronize_stream",
-        }
-    )
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.armed = False
-        self.rt = _BreakingRt(inner.rt, self)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+#: The calls a device's worker and waiting thread make when they look for finished work.
+LOOKS = frozenset(
+    {
+        "query_event_status",
+        "synchronize_event_with_timeout",
+        "synchronize_stream_with_timeout",
+        "stream_query",
+        "synchronize_stream",
+    }
+)
 
 
-class _BreakingRt:
-    def __init__(self, inner: Any, owner: _BreakDevice0) -> None:
-        self._inner, self._owner = inner, owner
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._inner, name)
-        if name not in _BreakDevice0.LOOKS:
-            return target
-
-        def call(*args: Any) -> Any:
-            thread = threading.current_thread().name
-            if self._owner.armed and thread.startswith("aclasync-device0"):
-                raise RuntimeError("injected death of device 0")
-            return target(*args)
-
-        return call
+def break_device0(name: str, args: tuple[Any, ...], call: Any) -> Any:
+    """A hook: device 0's worker meets a fault when it looks for finished work."""
+    if name in LOOKS and threading.current_thread().name.startswith("aclasync-device0"):
+        raise RuntimeError("injected death of device 0")
+    return call(*args)
 
 
 async def test_a_dead_devices_streams_are_dropped_and_the_others_lend(
     rt: Any, gate: threading.Event
 ) -> None:
-    acl = _BreakDevice0(rt)
+    acl = HookedAcl(rt)
     with anyio.fail_after(LIMIT_S):
         async with aclasync.DevicePool([0, 1], backend=acl, streams_per_device=1) as pool:
             async with pool.stream() as a, pool.stream() as b:
@@ -296,7 +247,7 @@ async def test_a_dead_devices_streams_are_dropped_and_the_others_lend(
                     s.launch(rt.sim.launch_kernel, Kernel(duration_us=10))
                     await s.synchronize()
             dead = pool.devices[0]
-            acl.armed = True
+            acl.hook = break_device0
             dead.default_stream.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
             with pytest.raises(aclasync.DeviceBrokenError):
                 await dead.default_stream.synchronize()
@@ -309,7 +260,7 @@ async def test_a_dead_devices_streams_are_dropped_and_the_others_lend(
                     lent_by.append(s.device.id)
             assert lent_by == [1, 1, 1]
             assert pool.statistics().capacity == {0: 0, 1: 1}
-            acl.armed = False
+            acl.hook = passing
 
 
 async def test_a_closed_devices_streams_are_never_lent(rt: Any) -> None:
@@ -554,13 +505,10 @@ async def test_a_grant_passed_on_from_a_cancelled_waiter_counts_once(rt: Any) ->
 
 
 async def test_replaced_counts_only_streams_whose_successor_was_made(rt: Any) -> None:
-    def refuse(code: int, create: Any, *args: Any) -> tuple[int, int]:
-        return 0, code
-
-    acl = _Proxy(rt, "create_stream_with_config", refuse)
+    acl = HookedAcl(rt)
     with anyio.fail_after(LIMIT_S):
         async with aclasync.open_device(0, backend=acl) as dev, dev.stream_pool(1) as pool:
-            acl.armed = 107000
+            acl.hook = holding(returning={("create_stream_with_config", None): (0, 107000)})
             with pytest.raises(ExceptionGroup):
                 async with pool.stream() as s:
                     s.launch(rt.sim.launch_kernel, Kernel(error=AICORE_EXCEPTION))
@@ -569,7 +517,7 @@ async def test_replaced_counts_only_streams_whose_successor_was_made(rt: Any) ->
             with pytest.raises(anyio.BrokenResourceError, match="no streams left"):
                 async with pool.stream():
                     pass
-            acl.armed = None
+            acl.hook = passing
 
 
 async def test_a_pools_close_in_a_cancelled_scope_closes_it_then_raises(rt: Any) -> None:
