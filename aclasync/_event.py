@@ -61,7 +61,7 @@ class Event(AsyncResource):
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
-        where = "wrapped" if self._stream is None else f"stream={self._stream.handle:#x}"
+        where = "wrapped" if self._stream is None else f"stream={self._stream._lane.handle:#x}"
         return f"<aclasync.Event {self._handle:#x} {where}{state}>"
 
     def __acl_event__(self) -> tuple[int, int]:

@@ -68,7 +68,7 @@ class Stream(AsyncResource):
         state = " closed" if self.closed else ""
         kind = " wrapped" if self._lane.borrowed else ""
         return (
-            f"<aclasync.Stream {self.handle:#x} device={self._device.id} "
+            f"<aclasync.Stream {self._lane.handle:#x} device={self._device.id} "
             f"flags={self._flags!r}{kind}{state}>"
         )
 
@@ -87,7 +87,7 @@ class Stream(AsyncResource):
         """
         self._check_open()
         self._lane.share()
-        return 0, self.handle
+        return 0, self._lane.handle
 
     @property
     def wrapped(self) -> bool:
@@ -97,7 +97,10 @@ class Stream(AsyncResource):
 
     @property
     def handle(self) -> int:
-        """The pyACL stream handle (``0`` for the default stream)."""
+        """The pyACL stream handle (``0`` for the default stream). Reading it gives the
+        stream out as ``__acl_stream__`` does: work others queue on the handle is the
+        stream's, and its syncs from then on always ask the runtime."""
+        self._lane.share()
         return self._lane.handle
 
     @property
@@ -200,7 +203,7 @@ class Stream(AsyncResource):
                 int(ErrorCode.ACL_ERROR_RT_PARAM_INVALID),
                 "acl.rt.stream_wait_event",
                 device=self._device.id,
-                stream=self.handle,
+                stream=self._lane.handle,
                 detail=f"{event!r} belongs to {self._state.other(event._state)}: an "
                 "event waited on must be of the stream's own device (its context)",
             )
@@ -286,7 +289,9 @@ class Stream(AsyncResource):
         """
         self._check_open()
         status, ret = await self._call(lambda rt, s: rt.stream_query(s))
-        raise_for_status(ret, "acl.rt.stream_query", device=self._device.id, stream=self.handle)
+        raise_for_status(
+            ret, "acl.rt.stream_query", device=self._device.id, stream=self._lane.handle
+        )
         self._state.report(self._lane)
         return bool(status == 0)
 
@@ -333,7 +338,10 @@ class Stream(AsyncResource):
         self._check_open()
         flag, ret = await self._call(lambda rt, s: rt.get_stream_overflow_switch(s))
         raise_for_status(
-            ret, "acl.rt.get_stream_overflow_switch", device=self._device.id, stream=self.handle
+            ret,
+            "acl.rt.get_stream_overflow_switch",
+            device=self._device.id,
+            stream=self._lane.handle,
         )
         self._state.report(self._lane)
         return bool(flag)
@@ -386,7 +394,7 @@ class Stream(AsyncResource):
         if read is None:
             raise anyio.ClosedResourceError(f"{self!r} was closed before its status was read")
         raw, ret = read
-        raise_for_status(ret, "acl.rt.memcpy", device=self._device.id, stream=self.handle)
+        raise_for_status(ret, "acl.rt.memcpy", device=self._device.id, stream=self._lane.handle)
         return int.from_bytes(raw[:8], "little")
 
     async def reset_overflow_status(self) -> None:
@@ -422,7 +430,7 @@ class Stream(AsyncResource):
     async def _close(self, *, force: bool, propagating: BaseException | None) -> None:
         state, lane = self._state, self._lane
         if self._closed:
-            if force and not self._forced and self.handle and not lane.closed:
+            if force and not self._forced and self._lane.handle and not lane.closed:
                 # A close waiting for queued work: this one drops it, and reports.
                 self._forced = True
                 await state.close_stream(lane, force=True, propagating=propagating)
@@ -431,7 +439,7 @@ class Stream(AsyncResource):
             return
         self._closed = True
         self._forced = force
-        if self.handle == 0:
+        if self._lane.handle == 0:
             await state.close_default(lane, force=force, propagating=propagating)
         else:
             await state.close_stream(lane, force=force, propagating=propagating)
@@ -473,12 +481,14 @@ class Stream(AsyncResource):
 
     async def _call(self, fn: Callable[[Any, int], Any]) -> Any:
         self._check_open()
-        return await self._state.roundtrip(functools.partial(fn, self._device.acl.rt, self.handle))
+        return await self._state.roundtrip(
+            functools.partial(fn, self._device.acl.rt, self._lane.handle)
+        )
 
     async def _checked(self, call: str, fn: Callable[[Any, int], int]) -> None:
         self._check_open()
         ret = await self._call(fn)
-        raise_for_status(ret, f"acl.rt.{call}", device=self._device.id, stream=self.handle)
+        raise_for_status(ret, f"acl.rt.{call}", device=self._device.id, stream=self._lane.handle)
         self._state.report(self._lane)
 
 

@@ -174,7 +174,7 @@ class Workload:
         self.kind = kind
         self._rate = rate
         self._details = details
-        self._scratch: dict[int, DeviceBuffer] = {}
+        self._scratch: dict[Stream, DeviceBuffer] = {}
 
     @classmethod
     async def calibrate(
@@ -216,9 +216,9 @@ class Workload:
         timed request pays for its first touch.
         """
         rate = self._rate
-        if rate is not None and stream.handle not in self._scratch:
+        if rate is not None and stream not in self._scratch:
             buffer = await self._dev.alloc(rate.chunk_bytes)
-            self._scratch[stream.handle] = buffer
+            self._scratch[stream] = buffer
             stream.launch(
                 fill,
                 self._dev.acl.rt.memset_async,
@@ -253,7 +253,7 @@ class Workload:
         as often as wanted (the same objects each time)."""
         scratch = 0
         if self._rate is not None:
-            buffer = self._scratch.get(stream.handle)
+            buffer = self._scratch.get(stream)
             if buffer is None:
                 raise ValueError(f"{stream!r} has no scratch buffer: await prepare(stream) first")
             scratch = buffer.ptr

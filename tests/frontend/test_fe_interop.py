@@ -465,14 +465,17 @@ async def test_a_wrapped_stream_found_idle_once_still_waits_for_the_owners_next_
     assert owner.finish() == (0, 0, 0, 0, 0)
 
 
+@pytest.mark.parametrize("taken", ["__acl_stream__", "handle"])
 async def test_work_another_thread_queues_by_the_protocol_is_awaited_and_reported(
-    rt: Any,
+    rt: Any, taken: str
 ) -> None:
+    # Taken by the public ``handle`` (what one passes to torch_npu's ExternalStream),
+    # the stream stayed known idle: a sync returned while the other thread's work ran.
     with anyio.fail_after(LIMIT_S):
         async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as mine:
             await mine.synchronize()
             await mine.synchronize()  # known idle, by aclasync's counts
-            _, handle = mine.__acl_stream__()
+            handle = mine.__acl_stream__()[1] if taken == "__acl_stream__" else mine.handle
 
             def other_thread(kernel: Kernel) -> tuple[int, int, int]:
                 acl = rt.rt
