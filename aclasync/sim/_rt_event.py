@@ -85,7 +85,7 @@ class EventCalls(CallGroup):
         if found is None:
             return ret
         ev = self._core.event(event)
-        if ev is None:
+        if ev is None or ev.context.device is not found.device:  # (its device's only)
             return RC.PARAM_INVALID
         if found.aborted:
             return RC.STREAM_ABORT

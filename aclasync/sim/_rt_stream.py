@@ -135,6 +135,8 @@ class StreamCalls(CallGroup):
         ev = self._core.event(event)
         if ev is None or (ev.kind != "plain" and not ev.flags & 0x1):
             return RC.PARAM_INVALID
+        if ev.context.device is not found.device:  # an event belongs to its device
+            return RC.PARAM_INVALID
         task = Task(found, "wait_event", dep=ev.record)
         ret = self._submit(found, task)
         if ret == RC.OK:

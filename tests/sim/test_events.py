@@ -182,6 +182,24 @@ def test_event_limit(make_rt, check):
     check(rt.rt.create_event(), what="device 1 has its own events")
 
 
+def test_an_event_is_refused_on_another_devices_stream(rt, check):
+    # It was accepted: the waiting stream then ran on the event's device's scheduler,
+    # and releasing that device stranded its work (reset and close hung).
+    check(rt.rt.set_device(0))
+    event = check(rt.rt.create_event())
+    own = check(rt.rt.create_stream())
+    check(rt.rt.record_event(event, own))
+    check(rt.rt.stream_wait_event(own, event))
+    check(rt.rt.set_device(1))
+    other = check(rt.rt.create_stream())
+    refused = ErrorCode.ACL_ERROR_RT_PARAM_INVALID
+    check(rt.rt.record_event(event, other), refused, "record on device 1")
+    check(rt.rt.stream_wait_event(other, event), refused, "wait on device 1")
+    check(rt.rt.synchronize_stream(other))
+    check(rt.rt.destroy_stream(other))
+    check(rt.rt.reset_device(1))
+
+
 def test_time_line_events_are_not_hardware_limited(make_rt, check):
     rt = make_rt(event_limit=5)
     check(rt.rt.set_device(0))
