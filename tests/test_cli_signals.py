@@ -145,6 +145,33 @@ def test_ctrl_c_during_info_is_reported_as_an_interrupt(
     assert captured.out == ""
 
 
+def test_ctrl_c_inside_a_threads_start_is_reported_as_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ctrl-C caught a simulator thread inside Thread.start(), before it ran: the clean
+    # up joined a thread never started and the run ended with a traceback, status 1.
+    from aclasync._cli import _info
+
+    never_started = threading.Thread(target=lambda: None, name="aclasync-sim-dev9")
+
+    def interrupted_start(*args: object) -> int:
+        raise KeyboardInterrupt  # where a real signal lands: inside start()
+
+    def query_starting_a_thread(requested: str | None) -> dict[str, object]:
+        with monkeypatch.context() as patched:
+            patched.setattr(threading, "_start_new_thread", interrupted_start)
+            never_started.start()
+        raise AssertionError("start() was not interrupted")  # pragma: no cover
+
+    monkeypatch.setattr(_info, "collect_info", query_starting_a_thread)
+    try:
+        assert main(["info", "--backend", "sim"]) == 130
+    finally:
+        threading._limbo.pop(never_started, None)  # type: ignore[attr-defined]
+    captured = capsys.readouterr()
+    assert captured.err == "aclasync: interrupted\n"
+
+
 @pytest.fixture
 def sigint_guard() -> Iterator[None]:
     """Restore this process's SIGINT handler, whatever the test did with it."""

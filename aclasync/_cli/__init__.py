@@ -199,11 +199,22 @@ def _join_new_threads(before: set[threading.Thread], deadline: float) -> bool:
             continue
         if thread.daemon and not thread.name.startswith("aclasync"):
             continue  # an idle pool thread of anyio or trio: it ends on its own
-        thread.join(max(0.0, deadline - time.monotonic()))
+        _join(thread, deadline)
         if thread.is_alive():
             _say(f"aclasync: thread {thread.name!r} is still running")
             ended = ended and thread.daemon
     return ended
+
+
+def _join(thread: threading.Thread, deadline: float) -> None:
+    """``thread.join`` until *deadline*; a thread the interrupt caught inside its
+    ``start()`` may not have started yet (or never will): give it a moment."""
+    for _ in range(20):
+        try:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:  # "cannot join thread before it is started"
+            time.sleep(0.01)
 
 
 def _say(line: str) -> None:
