@@ -21,7 +21,8 @@ uvicorn runs on asyncio or uvloop; hypercorn runs here on trio only (through
 
 ``--port 0`` picks a free port; the first line on stdout is ``serving on http://HOST:PORT``.
 
-A request whose kernel fails gets a 500 (the pool replaces the stream). Graceful
+A request whose kernel fails gets a 500 (its own synchronize raised the failure, so the
+stream goes back to the pool clean and serves the next request). Graceful
 shutdown on SIGTERM or Ctrl-C: new requests get 503 (with ``Connection: close``),
 requests in flight finish within ``--drain-s`` or get 503 (their streams force-closed),
 and once none is left
@@ -66,6 +67,8 @@ import aclasync.sim
 from aclasync.sim import Kernel, SimAcl
 
 MAX_N = 1_000_000  # keeps the sum of squares within int64
+MAX_DEVICES = 64  # the simulator's (and CANN's) limit
+MAX_STREAMS = 500  # per device: within every simulated SoC's stream limit (512 at least)
 log = logging.getLogger("aclasync.serve")
 
 
@@ -79,16 +82,39 @@ class ServiceConfig:
     drain_s: float = 5.0
     linger_s: float = 0.5
 
+    def __post_init__(self) -> None:
+        """Refuse, with a ``ValueError`` naming it, a setting the service cannot run with."""
+        for name, top in (("devices", MAX_DEVICES), ("streams_per_device", MAX_STREAMS)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise ValueError(f"{name} must be an int from 1 to {top}, got {value!r}")
+        for name in ("kernel_ms", "drain_s", "linger_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+
     @classmethod
     def from_env(cls) -> ServiceConfig:
-        env = os.environ.get
-        return cls(
-            devices=int(env("ACLASYNC_SERVE_DEVICES", cls.devices)),
-            streams_per_device=int(env("ACLASYNC_SERVE_STREAMS", cls.streams_per_device)),
-            kernel_ms=float(env("ACLASYNC_SERVE_KERNEL_MS", cls.kernel_ms)),
-            drain_s=float(env("ACLASYNC_SERVE_DRAIN_S", cls.drain_s)),
-            linger_s=float(env("ACLASYNC_SERVE_LINGER_S", cls.linger_s)),
-        )
+        """Read ``ACLASYNC_SERVE_DEVICES``, ``_STREAMS``, ``_KERNEL_MS``, ``_DRAIN_S`` and
+        ``_LINGER_S`` (unset: the defaults); ``ValueError`` naming a bad one."""
+        settings: dict[str, Any] = {}
+        fields = {
+            "DEVICES": ("devices", int),
+            "STREAMS": ("streams_per_device", int),
+            "KERNEL_MS": ("kernel_ms", float),
+            "DRAIN_S": ("drain_s", float),
+            "LINGER_S": ("linger_s", float),
+        }
+        for suffix, (name, kind) in fields.items():
+            raw = os.environ.get(f"ACLASYNC_SERVE_{suffix}")
+            if raw is None:
+                continue
+            try:
+                settings[name] = kind(raw)
+                cls(**{name: settings[name]})  # checked alone, to name the variable
+            except ValueError as exc:
+                raise ValueError(f"ACLASYNC_SERVE_{suffix}={raw!r}: {exc}") from None
+        return cls(**settings)
 
 
 class InferenceService:
@@ -267,7 +293,7 @@ def create_app(config: ServiceConfig) -> Starlette:
         try:
             with service.tracked() as scope:
                 result, device = await service.infer(n)
-        except aclasync.AclError as exc:  # the pool replaced the stream: the service goes on
+        except aclasync.AclError as exc:  # reported by its own sync: the stream goes on
             log.error("request n=%d: the device failed: %s", n, exc)
             return answer(500, {"error": f"the device failed: {exc}"})
         except anyio.ClosedResourceError:  # the drain closed the pool as it came in
@@ -360,7 +386,18 @@ def render_metrics(service: InferenceService) -> str:
 
 
 #: For ``uvicorn --app-dir examples asgi_service:app`` and the like.
-app = create_app(ServiceConfig.from_env())
+_app: Starlette | None = None
+
+
+def __getattr__(name: str) -> Any:
+    """``asgi_service:app``, built on first use from the ``ACLASYNC_SERVE_*`` variables
+    (so that a bad one is an error there, and not in ``asgi_service.py --help``)."""
+    global _app
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if _app is None:
+        _app = create_app(ServiceConfig.from_env())
+    return _app
 
 
 # -- running it under a server, with the graceful shutdown described above -----------------
@@ -493,9 +530,9 @@ def main(argv: list[str] | None = None) -> int:
             f"--server {args.server} --loop {loop} needs {' and '.join(missing)}: "
             f"pip install -e '.[{extras}]'"
         )
-    for name in ("devices", "streams"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1")
+    for name, top in (("devices", MAX_DEVICES), ("streams", MAX_STREAMS)):
+        if not 1 <= getattr(args, name) <= top:
+            parser.error(f"--{name} must be from 1 to {top}")
     for name in ("kernel_ms", "drain_s", "linger_s"):
         value = getattr(args, name)
         if not (math.isfinite(value) and value >= 0):

@@ -51,6 +51,7 @@ def load_example(name: str) -> ModuleType:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses look their module up there)
     spec.loader.exec_module(module)
     return module
 
@@ -174,3 +175,34 @@ def test_asgi_service_without_the_serve_extra_says_so() -> None:
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "asgi_service.py needs the serve extra: pip install -e '.[serve]'" in done.stderr
+
+
+@pytest.mark.parametrize("option", [("--devices", "65"), ("--streams", "3000")])
+def test_asgi_service_refuses_more_than_the_simulator_has_in_one_line(
+    option: tuple[str, str],
+) -> None:
+    # It started, and the lifespan failed with a traceback (hypercorn after printing
+    # that it was serving).
+    done = run_example("asgi_service.py", *option, "--port", "0")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"asgi_service.py: error: {option[0]} ")
+
+
+def test_asgi_service_names_a_bad_environment_variable_and_its_help_ignores_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A bad ACLASYNC_SERVE_* broke even --help (the module built its app on import), and
+    # a bad kernel length made every request a bare 500.
+    monkeypatch.setenv("ACLASYNC_SERVE_DEVICES", "two")
+    assert run_example("asgi_service.py", "--help").returncode == 0
+    example = load_example("asgi_service.py")
+    with pytest.raises(ValueError, match=r"^ACLASYNC_SERVE_DEVICES='two': "):
+        example.app  # noqa: B018 - what `uvicorn asgi_service:app` asks for
+    monkeypatch.setenv("ACLASYNC_SERVE_DEVICES", "1")
+    for bad in ("nan", "-5"):
+        monkeypatch.setenv("ACLASYNC_SERVE_KERNEL_MS", bad)
+        with pytest.raises(ValueError, match=r"kernel_ms must be finite and >= 0"):
+            example.ServiceConfig.from_env()
+    monkeypatch.setenv("ACLASYNC_SERVE_KERNEL_MS", "2")
+    assert example.ServiceConfig.from_env().kernel_ms == 2.0
