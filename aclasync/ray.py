@@ -442,6 +442,8 @@ def dispatch(
         *in_flight* not an int or *lost* not a list.
     ValueError
         If *actors* is empty or *in_flight* is below 1.
+    AttributeError
+        If an actor has no method *method*.
     """
     if not isinstance(actors, Sequence) or isinstance(actors, str):
         raise TypeError(f"actors must be a sequence of actor handles, got {type(actors).__name__}")
@@ -455,6 +457,9 @@ def dispatch(
         raise ValueError(f"in_flight must be >= 1, got {in_flight}")
     if lost is not None and not isinstance(lost, list):
         raise TypeError(f"lost must be a list or None, got {type(lost).__name__}")
+    for position, actor in enumerate(actors):
+        if not hasattr(actor, method):  # (an actor handle knows its methods locally)
+            raise AttributeError(f"actors[{position}] has no method {method!r}: {actor!r}")
     try:
         source = iter(items)
     except TypeError:

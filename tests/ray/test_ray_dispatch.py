@@ -108,6 +108,8 @@ def test_dispatch_checks_its_arguments_at_the_call() -> None:
         dispatch([actor], "work", 3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="lost must be a list or None, got tuple"):
         dispatch([actor], "work", items(), lost=())  # type: ignore[arg-type]
+    with pytest.raises(AttributeError, match=r"actors\[0\] has no method 'wrok'"):
+        dispatch([actor], "wrok", items())  # (it came at the first item read)
     assert read == []  # nothing was read, nothing was sent
     assert actor.calls == []
 
