@@ -428,3 +428,15 @@ def test_a_closed_standard_output_is_one_error_line(args: tuple[str, ...]) -> No
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert_one_error_line(done.stderr, "standard output is closed")
+
+
+@pytest.mark.parametrize("argv", [["trace", "--items", "2", "--out"], ["doctor", "--json"]])
+def test_an_output_file_that_cannot_be_written_is_named(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full disk (Linux's /dev/full) gave "[Errno 28] No space left on device", naming
+    # no file.
+    monkeypatch.setenv("ACLASYNC_BACKEND", "sim")
+    assert main([*argv, "/dev/full"]) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == "aclasync: error: cannot write /dev/full: No space left on device"

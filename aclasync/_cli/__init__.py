@@ -419,8 +419,8 @@ def _add_workload(parser: argparse.ArgumentParser) -> None:
         "--workload",
         choices=WORKLOADS,
         default=None,
-        help="device work: simulated kernels (default on the simulator) or "
-        "acl.rt.memset_async, pyACL alone (default on the native backend)",
+        help="device work: simulated kernels (default where acl.sim exists) or "
+        "acl.rt.memset_async, pyACL alone (default on other native backends)",
     )
 
 

@@ -45,14 +45,18 @@ def sim_runtime(devices: int) -> SimAcl:
 def write_text(path: str, text: str) -> str:
     """Write *text* to the file *path*, or to stdout when *path* is ``-``.
 
-    Returns how to name the destination in a message. Blocks while writing.
+    Returns how to name the destination in a message. Blocks while writing. Raises
+    ``CliError`` naming the file if it cannot be written (a full disk, say).
     """
     if path == STDOUT:
         sys.stdout.write(text)
         sys.stdout.flush()
         return "standard output"
     target = Path(path)
-    target.write_text(text)
+    try:
+        target.write_text(text)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return str(target.resolve())
 
 
