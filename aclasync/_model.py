@@ -522,6 +522,12 @@ def _size_refusal(tensor: TensorInfo) -> str | None:
     its buffer is not its shape's (an AIPP image input, an aligned size)."""
     if -1 in tensor.shape:
         return None  # (refused as dynamic)
+    if tensor.dtype is None:
+        return (
+            f"tensor {tensor.name!r} has ACL data type {tensor.data_type}, which numpy has "
+            "no dtype for: Model.run cannot carry it as an array; use Model.launch with "
+            "buffers of your own"
+        )
     if tensor.nbytes <= 0:
         return f"tensor {tensor.name!r} has no bytes (shape {tensor.shape})"
     shaped = int(np.prod(tensor.shape, dtype=np.int64)) * tensor.dtype.itemsize

@@ -30,14 +30,18 @@ _INVALID_PARAM = int(ErrorCode.ACL_ERROR_INVALID_PARAM)
 class TensorInfo:
     """One model input or output as the model description reports it.
 
-    ``shape`` holds ``-1`` for a dynamic dimension; ``nbytes`` is the buffer size the
-    model asks for (``acl.mdl.get_input_size_by_index``).
+    ``shape`` holds ``-1`` for a dynamic dimension; ``dtype`` is ``None`` for an ACL
+    data type numpy has no dtype for (bf16, int4, strings: ``Model.run`` refuses the
+    model, ``Model.launch`` takes it); ``nbytes`` is the buffer size the model asks for
+    (``acl.mdl.get_input_size_by_index``); ``data_type`` is the ACL data type the
+    description reports (``None`` in one made by hand; not compared).
     """
 
     name: str
     shape: tuple[int, ...]
-    dtype: np.dtype[Any]
+    dtype: np.dtype[Any] | None
     nbytes: int
+    data_type: int | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +108,12 @@ def _tensor(acl: AclBackend, desc: int, index: int, is_input: bool) -> TensorInf
         nbytes = mdl.get_output_size_by_index(desc, index)
     if ret:
         raise ValueError(f"cannot read the dims of tensor {index} of the model ({ret})")
-    return TensorInfo(str(name), tuple(int(d) for d in dims["dims"]), to_numpy(data_type), nbytes)
+    try:
+        dtype: np.dtype[Any] | None = to_numpy(data_type)
+    except ValueError:  # (bf16 and the like: run refuses it, launch takes it)
+        dtype = None
+    shape = tuple(int(d) for d in dims["dims"])
+    return TensorInfo(str(name), shape, dtype, nbytes, int(data_type))
 
 
 def datasets(

@@ -101,7 +101,9 @@ def model_inputs(item: int, tensors: tuple[TensorInfo, ...]) -> list[np.ndarray[
     rng = np.random.default_rng(item)
     arrays = []
     for tensor in tensors:
-        if tensor.dtype.kind == "f":
+        if tensor.dtype is None:  # a type numpy lacks (bf16, say): its bytes
+            arrays.append(rng.integers(0, 256, tensor.nbytes, dtype=np.uint8))
+        elif tensor.dtype.kind == "f":
             arrays.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
         elif tensor.dtype.kind in "iu":
             arrays.append(rng.integers(0, 16, tensor.shape).astype(tensor.dtype))
@@ -367,7 +369,10 @@ class _DevicePipeline:
         else:
             arrays = [item_input(slot.item, self.w.shape[0])]
         for host, array, tensor in zip(slot.host_in, arrays, tensors, strict=True):
-            host.view(tensor.dtype, tensor.shape)[...] = array
+            if tensor.dtype is None:
+                host.view(np.uint8, tensor.nbytes)[...] = array
+            else:
+                host.view(tensor.dtype, tensor.shape)[...] = array
 
     async def _upload_and_compute(
         self, dev: Device[Any], transfer: Stream, compute_stream: Stream, slot: _Slot

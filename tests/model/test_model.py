@@ -243,3 +243,32 @@ async def test_aclose_waits_for_launched_work_and_raises_its_error(rt: Any, tmp_
             assert model.closed
             assert rt.sim.model_objects() == NO_OBJECTS
             await stream.synchronize()  # the error was delivered once, by aclose
+
+
+async def test_a_model_with_a_type_numpy_lacks_loads_and_launches_but_does_not_run(
+    rt: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # load_model refused a bf16 model (common on 910B) with "ACL data type 27 has no
+    # numpy equivalent", so even launch, which needs no numpy dtype, was out of reach.
+    path = rt.sim.register_model(
+        tmp_path / "half.om",
+        inputs=[("x", (4,), "float16")],
+        outputs=[("y", (4,), "float16")],
+        fn=lambda x: x,
+    )
+    bf16 = 27  # ACL_BF16: the simulator's models cannot declare it; the description can
+    monkeypatch.setattr(rt.mdl, "get_input_data_type", lambda desc, index: bf16)
+    with anyio.fail_after(20):
+        async with (
+            aclasync.open_device(0, backend=rt) as dev,
+            dev.load_model(path) as model,
+            dev.create_stream() as stream,
+        ):
+            (x,) = model.inputs
+            assert (x.dtype, x.data_type, x.nbytes) == (None, bf16, 8)
+            assert model.outputs[0].dtype == np.dtype(np.float16)
+            with pytest.raises(ValueError, match="ACL data type 27, which numpy has no dtype"):
+                await model.run(stream, np.zeros(4, np.float16))
+            source, target = await dev.alloc(8), await dev.alloc(8)
+            model.launch(stream, [source], [target])
+            await stream.synchronize()
