@@ -68,32 +68,6 @@ async def _cancelled_behind_a_held_worker(
     return caught.value
 
 
-@pytest.mark.parametrize(
-    "what", ["alloc", "alloc_host", "create_stream", "record_event", "load_model"]
-)
-async def test_a_creation_cancelled_by_asyncio_leaves_nothing_behind(
-    rt: Any, tmp_path: Path, what: str
-) -> None:
-    path = str(
-        rt.sim.register_model(
-            tmp_path / "m.om",
-            inputs=[("x", (4,), "float32")],
-            outputs=[("y", (4,), "float32")],
-            fn=lambda x: x,
-        )
-    )
-    create = _creations(path)[what]
-    with anyio.fail_after(20):
-        async with aclasync.open_device(0, backend=rt) as dev:
-            event = await dev.default_stream.record_event()
-            await event.aclose()  # the device's event pool holds one from now on
-            await dev.synchronize()
-            before = rt.sim.live_objects()
-            await _cancelled_behind_a_held_worker(dev, create(dev))
-            await dev.synchronize()  # the release's job, queued by the cancelled task, ran
-            assert rt.sim.live_objects() == before
-
-
 async def _cancelled_at_every_turn(dev: aclasync.Device, awaitable: Awaitable[Any]) -> None:
     """Run *awaitable* as a task queued behind a held worker and ``task.cancel()`` it
     at every turn of the loop until it ends, the worker let go meanwhile: whenever the
@@ -117,15 +91,16 @@ async def _cancelled_at_every_turn(dev: aclasync.Device, awaitable: Awaitable[An
     await holding
 
 
+@pytest.mark.parametrize("how", ["behind a held worker", "at every turn"])
 @pytest.mark.parametrize(
     "what", ["alloc", "alloc_host", "create_stream", "record_event", "load_model"]
 )
-async def test_a_creation_cancelled_at_every_turn_leaves_nothing_behind(
-    rt: Any, tmp_path: Path, what: str
+async def test_a_creation_cancelled_by_asyncio_leaves_nothing_behind(
+    rt: Any, tmp_path: Path, what: str, how: str
 ) -> None:
-    # Once the worker had answered, the creation took its answer through one more
-    # checkpoint: a cancellation there lost what was made (a model, memory) until the
-    # device closed.
+    # At every turn: once the worker had answered, the creation took its answer through
+    # one more checkpoint, and a cancellation there lost what was made (a model,
+    # memory) until the device closed.
     path = str(
         rt.sim.register_model(
             tmp_path / "m.om",
@@ -138,11 +113,14 @@ async def test_a_creation_cancelled_at_every_turn_leaves_nothing_behind(
     with anyio.fail_after(20):
         async with aclasync.open_device(0, backend=rt) as dev:
             event = await dev.default_stream.record_event()
-            await event.aclose()
+            await event.aclose()  # the device's event pool holds one from now on
             await dev.synchronize()
             before = rt.sim.live_objects()
-            await _cancelled_at_every_turn(dev, create(dev))
-            await dev.synchronize()
+            if how == "at every turn":
+                await _cancelled_at_every_turn(dev, create(dev))
+            else:
+                await _cancelled_behind_a_held_worker(dev, create(dev))
+            await dev.synchronize()  # the release's job, queued by the cancelled task, ran
             assert rt.sim.live_objects() == before
 
 

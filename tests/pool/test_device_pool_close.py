@@ -14,6 +14,7 @@ is tested on asyncio's loops only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 from typing import Any
@@ -148,20 +149,29 @@ async def test_a_failed_open_keeps_its_error_through_a_timeout_of_its_clean_up(
     acl = HookedAcl(rt, holding(reset, returning={("set_device", 2): 107001}))
     pool = aclasync.DevicePool([0, 1, 2], backend=acl)
 
-    async def open_with_timeout() -> None:
-        async with asyncio.timeout(0.05):
-            async with pool:
-                pytest.fail("the pool opened")
-
     with anyio.fail_after(LIMIT_S):
-        opener = asyncio.ensure_future(open_with_timeout())
-        await reset.wait_reached()
-        await asyncio.sleep(0.1)  # the timeout expires during the clean-up
-        reset.release()
-        with pytest.raises(TimeoutError) as caught:
-            await opener
-    assert "107001" in mentioned(caught.value)
+        timed_out = await _timed_out_in_its_clean_up(pool, reset)
+    assert "107001" in mentioned(timed_out)
     assert rt.sim.live_objects()["device_refs"] == 0
+
+
+async def _timed_out_in_its_clean_up(
+    opening: contextlib.AbstractAsyncContextManager[Any], held: HeldCall
+) -> TimeoutError:
+    """Enter *opening* under ``asyncio.timeout``; let the timeout expire while *held*
+    holds its clean-up, then release it; return the ``TimeoutError`` it ended with."""
+
+    async def open_with_timeout() -> None:
+        async with asyncio.timeout(0.05), opening:
+            pytest.fail("it opened")
+
+    opener = asyncio.ensure_future(open_with_timeout())
+    await held.wait_reached()
+    await asyncio.sleep(0.1)  # the timeout expires during the clean-up
+    held.release()
+    with pytest.raises(TimeoutError) as caught:
+        await opener
+    return caught.value
 
 
 async def test_aclose_while_the_pool_opens_waits_and_nothing_is_left(rt: Any) -> None:
@@ -230,15 +240,6 @@ async def test_a_stream_pools_failed_open_keeps_its_error_through_a_timeout(rt: 
         async with aclasync.open_device(0, backend=acl) as dev:
             acl.hook = third_refused
 
-            async def open_with_timeout() -> None:
-                async with asyncio.timeout(0.05), dev.stream_pool(3):
-                    pytest.fail("the pool opened")
-
-            opener = asyncio.ensure_future(open_with_timeout())
-            await destroy.wait_reached()
-            await asyncio.sleep(0.1)  # the timeout expires during the clean-up
-            destroy.release()
-            with pytest.raises(TimeoutError) as caught:
-                await opener
-            assert "207000" in mentioned(caught.value)
+            timed_out = await _timed_out_in_its_clean_up(dev.stream_pool(3), destroy)
+            assert "207000" in mentioned(timed_out)
             assert rt.sim.live_objects()["streams"] == 0
