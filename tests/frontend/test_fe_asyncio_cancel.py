@@ -39,6 +39,19 @@ pytestmark = [
 ]
 
 
+@pytest.fixture
+def model_file(rt: Any, tmp_path: Path) -> str:
+    """The path of a registered model that copies its input."""
+    return str(
+        rt.sim.register_model(
+            tmp_path / "m.om",
+            inputs=[("x", (4,), "float32")],
+            outputs=[("y", (4,), "float32")],
+            fn=lambda x: x,
+        )
+    )
+
+
 def _creations(path: str) -> dict[str, Callable[[aclasync.Device], Awaitable[Any]]]:
     return {
         "alloc": lambda dev: dev.alloc(1024),
@@ -96,20 +109,12 @@ async def _cancelled_at_every_turn(dev: aclasync.Device, awaitable: Awaitable[An
     "what", ["alloc", "alloc_host", "create_stream", "record_event", "load_model"]
 )
 async def test_a_creation_cancelled_by_asyncio_leaves_nothing_behind(
-    rt: Any, tmp_path: Path, what: str, how: str
+    rt: Any, model_file: str, what: str, how: str
 ) -> None:
     # At every turn: once the worker had answered, the creation took its answer through
     # one more checkpoint, and a cancellation there lost what was made (a model,
     # memory) until the device closed.
-    path = str(
-        rt.sim.register_model(
-            tmp_path / "m.om",
-            inputs=[("x", (4,), "float32")],
-            outputs=[("y", (4,), "float32")],
-            fn=lambda x: x,
-        )
-    )
-    create = _creations(path)[what]
+    create = _creations(model_file)[what]
     with anyio.fail_after(20):
         async with aclasync.open_device(0, backend=rt) as dev:
             event = await dev.default_stream.record_event()
@@ -125,15 +130,9 @@ async def test_a_creation_cancelled_by_asyncio_leaves_nothing_behind(
 
 
 async def test_a_run_cancelled_while_its_set_is_made_leaves_nothing_after_the_close(
-    rt: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rt: Any, model_file: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The datasets the worker went on to make outlived the model's close.
-    path = rt.sim.register_model(
-        tmp_path / "m.om",
-        inputs=[("x", (4,), "float32")],
-        outputs=[("y", (4,), "float32")],
-        fn=lambda x: x,
-    )
     making, gate = threading.Event(), threading.Event()
     create_dataset = rt.mdl.create_dataset
 
@@ -144,7 +143,7 @@ async def test_a_run_cancelled_while_its_set_is_made_leaves_nothing_after_the_cl
 
     with anyio.fail_after(20):
         async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as stream:
-            model = await dev.load_model(path)
+            model = await dev.load_model(model_file)
             monkeypatch.setattr(rt.mdl, "create_dataset", held_create_dataset)
             run = asyncio.ensure_future(model.run(stream, np.zeros(4, np.float32)))
             await anyio.to_thread.run_sync(making.wait, 10)
@@ -187,20 +186,14 @@ async def test_a_device_close_cancelled_by_asyncio_closes_it_and_notes_its_failu
 
 
 async def test_a_model_close_cancelled_by_asyncio_releases_everything(
-    rt: Any, tmp_path: Path
+    rt: Any, model_file: str
 ) -> None:
     # It gave up at its first await, having forgotten its buffer sets: the model, its
     # datasets and its memory stayed on the device, and a second close did nothing.
-    path = rt.sim.register_model(
-        tmp_path / "m.om",
-        inputs=[("x", (4,), "float32")],
-        outputs=[("y", (4,), "float32")],
-        fn=lambda x: x,
-    )
     with anyio.fail_after(20):
         async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as stream:
             before = rt.sim.live_objects()
-            model = await dev.load_model(path)
+            model = await dev.load_model(model_file)
             await model.run(stream, np.zeros(4, dtype=np.float32))
             await _cancelled_behind_a_held_worker(dev, model.aclose())
             await dev.synchronize()
