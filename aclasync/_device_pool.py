@@ -10,9 +10,10 @@ from types import TracebackType
 
 import anyio
 import anyio.lowlevel
+import outcome
 
 from ._device import Device, open_device
-from ._errors import report
+from ._errors import raise_closing, report
 from ._loop import to_completion
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
@@ -108,7 +109,7 @@ class DevicePool:
         if self._close_done is not None:
             raise anyio.ClosedResourceError(f"{self!r} was closed: a closed pool never opens")
         if self._entered:
-            raise RuntimeError(f"{self!r} was already opened")
+            raise RuntimeError(f"{self!r} was entered before: a pool opens once, make a new one")
         self._entered = True
         opening = self._opening = anyio.Event()
         try:
@@ -164,6 +165,7 @@ class DevicePool:
     async def _close(self, timeout: float | None, propagating: BaseException | None) -> None:
         if self._pool is not None:
             self._pool._refuse_own_borrow()
+        errors: list[BaseException] = []
         if self._close_done is not None:  # a second caller: wait for the first
             _, cancelled = await to_completion(self._close_done.wait)
         else:
@@ -174,11 +176,10 @@ class DevicePool:
             finally:
                 done.set()
             cancelled = cancelled or cancelled_later
-            report(errors, propagating or cancelled)
-        if propagating is None:
-            if cancelled is not None:
-                raise cancelled
-            await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
+        if propagating is not None:
+            report(errors, propagating)
+        else:
+            await raise_closing(errors, cancelled)
 
     async def _opened(self) -> None:
         """Return once an opening under way has ended (it sees the close and fails)."""
@@ -200,15 +201,17 @@ class DevicePool:
             functools.partial(_exit, device, None, propagating)
             for device in reversed(self._devices)
         )
-        for close in closes:
-            try:
-                _, cancelled_now = await to_completion(close)
-            except ExceptionGroup as group:  # one close's several failures
-                errors.extend(group.exceptions)
-            except BaseException as exc:  # an AclError, a fault: the others close too
-                errors.append(exc)
-            else:
-                cancelled = cancelled or cancelled_now
+        for close in closes:  # each to its end: what one raises, the others close too
+            closed, cancelled_now = await to_completion(close)
+            cancelled = cancelled or cancelled_now
+            if not isinstance(closed, outcome.Error):
+                continue
+            if isinstance(closed.error, ExceptionGroup):  # one close's several failures
+                errors.extend(closed.error.exceptions)
+            elif isinstance(closed.error, anyio.get_cancelled_exc_class()):  # (not a failure)
+                cancelled = cancelled or closed.error
+            else:  # an AclError, a fault
+                errors.append(closed.error)
         return errors, cancelled
 
 

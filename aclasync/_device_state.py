@@ -155,8 +155,10 @@ class DeviceState:
             if cancelled is not None:
                 raise cancelled
             await anyio.lowlevel.checkpoint_if_cancelled()
-        except BaseException:
-            await to_completion(functools.partial(release, made))  # (a second cancel too)
+        except BaseException as exc:
+            released, _ = await to_completion(functools.partial(release, made))
+            if isinstance(released, outcome.Error):  # told, never in the way (rule 6)
+                report_closing([released.error], exc)
             raise
         return made
 

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from ._pyacl.codes import TIMEOUT_CODES, code_name
 
@@ -156,3 +157,19 @@ def report(errors: list[BaseException], propagating: BaseException | None = None
         raise errors[0]
     exceptions = [e if isinstance(e, Exception) else RuntimeError(repr(e)) for e in errors]
     raise ExceptionGroup(f"{len(errors)} unreported failures found while closing", exceptions)
+
+
+async def raise_closing(errors: list[BaseException], cancelled: BaseException | None) -> None:
+    """End a close that no other exception runs under: raise *cancelled* (asyncio's own
+    cancellation that came during it), or a cancellation pending now, with *errors* as
+    notes (rule 6: a cancelled close never lets a failure out of its cancel scope);
+    else raise *errors* (``report``)."""
+    if cancelled is not None:
+        report(errors, cancelled)
+        raise cancelled
+    try:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+    except BaseException as exc:
+        report(errors, exc)
+        raise
+    report(errors)

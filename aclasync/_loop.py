@@ -520,10 +520,13 @@ class Turn:
 _T = TypeVar("_T")
 
 
-async def to_completion(work: Callable[[], Awaitable[_T]]) -> tuple[_T, BaseException | None]:
-    """Await ``work()`` to its end whatever cancels the caller; return its result and
-    the first of asyncio's own cancellations that came meanwhile (None if none did),
-    for the caller to raise once it is done.
+async def to_completion(
+    work: Callable[[], Awaitable[_T]],
+) -> tuple[outcome.Outcome[_T], BaseException | None]:
+    """Await ``work()`` to its end whatever cancels the caller; return how it ended (its
+    value or what it raised, as an ``outcome``) and the first of asyncio's own
+    cancellations that came meanwhile (None if none did), for the caller to raise once
+    it is done: a cancellation is never lost, whatever the work raised.
 
     anyio's (and trio's) cancellations are held off by a shield. asyncio's own
     ``task.cancel()`` (``asyncio.timeout``, a ``TaskGroup``, a server's shutdown)
@@ -532,14 +535,13 @@ async def to_completion(work: Callable[[], Awaitable[_T]]) -> tuple[_T, BaseExce
     """
     with anyio.CancelScope(shield=True):
         if asyncio._get_running_loop() is None:
-            return await work(), None
+            return await outcome.acapture(work), None
         task = asyncio.ensure_future(work())
         cancelled: BaseException | None = None
-        while True:
+        while not task.done():
             try:
-                return await asyncio.shield(task), cancelled
-            except asyncio.CancelledError as exc:
-                if task.done():  # the work itself was cancelled
-                    raise
+                await asyncio.wait((task,))  # (never raises what the work raised)
+            except asyncio.CancelledError as exc:  # the caller's: the task is not hit
                 cancelled = cancelled or exc
+        return outcome.capture(task.result), cancelled
     raise AssertionError("unreachable: a shield nobody cancels swallows nothing")

@@ -333,7 +333,13 @@ class Model(AsyncResource):
             slot = self._free.pop(0)
             await self._settle_dirty(slot)
             return slot
-        slot, cancelled = await to_completion(functools.partial(self._make_slot, stream.flags))
+        made, cancelled = await to_completion(functools.partial(self._make_slot, stream.flags))
+        try:
+            slot = made.unwrap()
+        except BaseException as exc:
+            if cancelled is not None:  # nothing was made: the cancellation goes on
+                raise cancelled from exc
+            raise
         try:
             if cancelled is not None:
                 raise cancelled
@@ -416,7 +422,8 @@ class Model(AsyncResource):
         done = self._close_done = anyio.Event()
         cancelled: BaseException | None = None  # asyncio's own, raised once closed
         try:
-            _, cancelled = await to_completion(self._shut_down)
+            shut, cancelled = await to_completion(self._shut_down)
+            shut.unwrap()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             if not self._device._state.gone():
                 raise

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
+import outcome
 
-from ._errors import report
+from ._errors import raise_closing, report
 from ._factory import AsyncResource
-from ._loop import Delivery, current_delivery
+from ._loop import Delivery, current_delivery, to_completion
 from ._pyacl.constants import StreamFlag
 from ._stream_config import check_stream_config
 from ._waits import check_timeout
@@ -198,8 +199,9 @@ class StreamPool(AsyncResource):
             # A cancellation that came meanwhile: the caller never gets the pool.
             await anyio.lowlevel.checkpoint_if_cancelled()
         except BaseException as exc:
-            cancelled = await self._shut(None, exc)
-            if cancelled is not None and cancelled is not exc:  # (asyncio's own) it goes on
+            errors, cancelled = await self._shut(None)
+            report(errors, exc)
+            if cancelled is not None:  # (asyncio's own, during the clean-up) it goes on
                 raise cancelled from exc
             raise
         return self
@@ -209,11 +211,11 @@ class StreamPool(AsyncResource):
     ) -> None:
         """Close the pool as ``aclose()`` does; while *exc* propagates, what the close
         finds is added to it as notes and never replaces it (errors rule 6)."""
-        cancelled = await self._shut(None, exc)
-        if exc is None:
-            if cancelled is not None:
-                raise cancelled
-            await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
+        errors, cancelled = await self._shut(None)
+        if exc is not None:
+            report(errors, exc)
+        else:
+            await raise_closing(errors, cancelled)
 
     # -- borrowing -------------------------------------------------------------------
 
@@ -413,23 +415,18 @@ class StreamPool(AsyncResource):
         called by a task from inside one of its own borrows (the close would wait for
         that borrow for ever). A pool closed before it was opened never opens.
         """
-        cancelled = await self._shut(check_timeout(timeout), None)
-        if cancelled is not None:
-            raise cancelled
-        await anyio.lowlevel.checkpoint_if_cancelled()  # closed: a cancellation goes on
+        errors, cancelled = await self._shut(check_timeout(timeout))
+        await raise_closing(errors, cancelled)
 
     async def _shut(
-        self, timeout: float | None, propagating: BaseException | None
-    ) -> BaseException | None:
-        """``aclose``'s work. Raises what closing the streams found, or with
-        *propagating* adds it to that as notes; returns asyncio's own cancellation if
-        one came meanwhile (then the failures are notes on it), for the caller to raise
-        or, with *propagating*, to chain."""
+        self, timeout: float | None
+    ) -> tuple[list[BaseException], BaseException | None]:
+        """``aclose``'s work, run to completion: what closing the streams found, and
+        asyncio's own cancellation if one came meanwhile (for the caller to raise)."""
         self._refuse_own_borrow()
-        steps = _ToCompletion()
         if self._close_done is not None:  # a second caller: wait for the first
-            await steps.run(self._close_done.wait)
-            return steps.cancelled
+            _, cancelled = await to_completion(self._close_done.wait)
+            return [], cancelled
         self._close_done = anyio.Event()
         self._closing = True
         self._close_reason = f"{self!r} is closed"
@@ -437,11 +434,14 @@ class StreamPool(AsyncResource):
         deadline = math.inf if timeout is None else anyio.current_time() + timeout
         errors: list[BaseException] = []
         try:
-            await steps.run(functools.partial(self._close, deadline, timeout, errors))
+            closed, cancelled = await to_completion(
+                functools.partial(self._close, deadline, timeout, errors)
+            )
         finally:
             self._close_done.set()
-        report(errors, propagating or steps.cancelled)
-        return steps.cancelled
+        if isinstance(closed, outcome.Error):  # a fault of the close itself: told too
+            errors.append(closed.error)
+        return errors, cancelled
 
     def _refuse_own_borrow(self) -> None:
         """Raise ``RuntimeError`` if the calling task holds one of the pool's streams."""
@@ -455,9 +455,8 @@ class StreamPool(AsyncResource):
     async def _close(
         self, deadline: float, timeout: float | None, errors: list[BaseException]
     ) -> None:
-        """The close's work, adding what closing the streams raised to *errors*. Safe to
-        start again after asyncio's own cancellation cut it short (see _ToCompletion):
-        each step is done once."""
+        """The close's work, adding what closing the streams raised to *errors*; run to
+        completion by ``_shut``."""
         if self._lent_at:
             if self._all_returned is None:
                 self._all_returned = anyio.Event()
@@ -495,7 +494,7 @@ class StreamPool(AsyncResource):
         except ExceptionGroup as group:  # a stream's several failures
             errors.extend(group.exceptions)
         except anyio.get_cancelled_exc_class():
-            raise  # (asyncio's own: the close starts this step again, see _ToCompletion)
+            raise  # (not a failure; none comes: the close runs to completion)
         except BaseException as exc:  # an AclError, what a launched call raised, a fault
             errors.append(exc)
 
@@ -665,13 +664,6 @@ class _ToCompletion:
             except cancelled as exc:  # (only asyncio's own passes the shield)
                 if self.cancelled is None:
                     self.cancelled = exc
-
-    async def finish(self, step: Callable[[], Awaitable[_T]]) -> _T:
-        """Await ``step()`` to its end, then raise the cancellation that came meanwhile."""
-        result = await self.run(step)
-        if self.cancelled is not None:
-            raise self.cancelled
-        return result
 
 
 def _gone(stream: Stream) -> bool:

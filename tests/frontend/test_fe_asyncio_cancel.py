@@ -233,3 +233,106 @@ async def test_an_open_cancelled_by_asyncio_never_blocks_the_loop(rt: Any) -> No
             await task
     assert rt.sim.live_objects()["device_refs"] == 0
     assert not any(t.name == "aclasync-device0" for t in threading.enumerate())
+
+
+async def test_to_completion_keeps_the_callers_cancellation_whatever_the_work_raised() -> None:
+    # What the work raised left the loop, and the cancellation it held was lost; and a
+    # cancellation landing after the work ended, before the caller resumed, was taken
+    # for the work's own (its result dropped, a pool's close skipped).
+    from aclasync._loop import to_completion
+
+    release = asyncio.Event()
+
+    async def failing() -> None:
+        await release.wait()
+        raise ValueError("the work's own failure")
+
+    task = asyncio.ensure_future(to_completion(failing))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    ended, cancelled = await task
+    assert isinstance(cancelled, asyncio.CancelledError)
+    with pytest.raises(ValueError, match="the work's own failure"):
+        ended.unwrap()
+
+    async def value() -> int:
+        return 7
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(to_completion(value))
+    loop.call_soon(task.cancel)  # after the work's task ended, before the caller resumed
+    loop.call_soon(task.cancel)
+    ended, cancelled = await task
+    assert ended.unwrap() == 7
+    assert isinstance(cancelled, asyncio.CancelledError)
+
+
+@pytest.mark.parametrize("what", ["device pool", "model"])
+async def test_a_close_cancelled_at_every_turn_closes_everything(
+    rt: Any, model_file: str, what: str
+) -> None:
+    with anyio.fail_after(20):
+        if what == "device pool":
+            pool = aclasync.DevicePool([0, 1], backend=rt, streams_per_device=2)
+            await pool.__aenter__()
+            await _cancelled_at_every_turn(pool.devices[0], pool.aclose())
+            assert all(device.closed for device in pool.devices)
+        else:
+            async with aclasync.open_device(0, backend=rt) as dev, dev.create_stream() as stream:
+                model = await dev.load_model(model_file)
+                await model.run(stream, np.zeros(4, dtype=np.float32))
+                await _cancelled_at_every_turn(dev, model.aclose())
+                assert model.closed
+                assert rt.sim.model_objects()["models"] == 0
+    assert {k: v for k, v in rt.sim.live_objects().items() if v} == {}
+
+
+async def test_a_failed_release_of_a_cancelled_creation_is_a_note_on_the_cancellation(
+    rt: Any,
+) -> None:
+    # The release's AclError replaced the cancellation.
+    class FailingFree(ProxyAcl):
+        def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+            if name == "free":
+                self.inner.rt.free(*args)
+                raise aclasync.AclError.from_status(107000, "acl.rt.free")
+
+    acl = FailingFree(rt)
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=acl) as dev:
+            cancelled = await _cancelled_behind_a_held_worker(dev, dev.alloc(1024))
+    assert any("107000" in note for note in getattr(cancelled, "__notes__", []))
+
+
+async def test_a_run_cancelled_while_its_set_failed_to_be_made_raises_the_cancellation(
+    rt: Any, model_file: str
+) -> None:
+    # The making's AclError (no stream left: 207005) replaced the cancellation, so an
+    # asyncio.timeout around the run raised it instead of TimeoutError.
+    class HeldStreamMaking(ProxyAcl):
+        def __init__(self, inner: Any) -> None:
+            super().__init__(inner)
+            self.armed, self.reached, self.release = False, threading.Event(), threading.Event()
+
+        def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+            if self.armed and name == "create_stream_with_config":
+                self.reached.set()
+                self.release.wait(20)
+                raise aclasync.AclError.from_status(207005, "acl.rt.create_stream_with_config")
+
+    acl = HeldStreamMaking(rt)
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=acl) as dev, dev.create_stream() as stream:
+            model = await dev.load_model(model_file)
+            acl.armed = True
+            run = asyncio.ensure_future(model.run(stream, np.zeros(4, np.float32)))
+            await anyio.to_thread.run_sync(acl.reached.wait, 10)
+            run.cancel()
+            await asyncio.sleep(0.01)
+            acl.release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            acl.armed = False
+            await model.aclose()

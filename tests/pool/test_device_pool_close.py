@@ -243,3 +243,43 @@ async def test_a_stream_pools_failed_open_keeps_its_error_through_a_timeout(rt: 
             timed_out = await _timed_out_in_its_clean_up(dev.stream_pool(3), destroy)
             assert "207000" in mentioned(timed_out)
             assert rt.sim.live_objects()["streams"] == 0
+
+
+@asyncio_loops
+async def test_a_cancelled_aclose_keeps_its_cancellation_when_a_devices_close_fails(
+    rt: Any,
+) -> None:
+    # Cancelled while device 0's release was held, whose close then raised its failure:
+    # the close raised that AclError and the cancellation was lost.
+    reset = HeldCall("reset_device", 0)
+    acl = HookedAcl(rt)
+    pool = aclasync.DevicePool([0], backend=acl)
+    with anyio.fail_after(LIMIT_S):
+        await pool.__aenter__()
+        fail_device(pool, rt)
+        acl.hook = holding(reset)
+        closer = asyncio.ensure_future(pool.aclose())
+        await reset.wait_reached()
+        closer.cancel()
+        reset.release()
+        with pytest.raises(asyncio.CancelledError) as caught:
+            await closer
+    assert str(AICORE) in " ".join(getattr(caught.value, "__notes__", []))
+    assert rt.sim.live_objects()["device_refs"] == 0
+
+
+async def test_aclose_in_a_cancelled_scope_stays_cancelled_despite_a_failure(rt: Any) -> None:
+    # `finally: await pool.aclose()` in a cancelled scope let the device's AclError out
+    # of the scope (a Device's close raises the cancellation, the failure as a note).
+    pool = aclasync.DevicePool([0], backend=rt)
+    with anyio.fail_after(LIMIT_S):
+        with anyio.CancelScope() as scope:
+            await pool.__aenter__()
+            try:
+                fail_device(pool, rt)
+                scope.cancel()
+                await anyio.sleep_forever()
+            finally:
+                await pool.aclose()
+    assert scope.cancelled_caught
+    assert rt.sim.live_objects()["device_refs"] == 0
