@@ -73,15 +73,16 @@ class DeviceGates:
     async def subscribe(self, stream: Stream) -> None:
         """Subscribe *stream* to the report thread, once (one worker round trip)."""
         thread = self._started()
-        if stream.handle not in self._subscribed:
+        handle = stream._lane.handle  # (not .handle: that gives the stream out)
+        if handle not in self._subscribed:
             rt = self._dev.acl.rt
-            ret = await self._dev.call(rt.subscribe_report, thread.ident, stream.handle)
+            ret = await self._dev.call(rt.subscribe_report, thread.ident, handle)
             raise_for_status(ret, "acl.rt.subscribe_report", device=self._dev.id)
-            self._subscribed[stream.handle] = stream
+            self._subscribed[handle] = stream
 
     def hold_nowait(self, stream: Stream) -> Gate:
         """``hold`` for a stream already subscribed: queues the gate, never waits."""
-        if stream.handle not in self._subscribed:
+        if stream._lane.handle not in self._subscribed:
             raise ValueError(f"{stream!r} is not subscribed: await subscribe(stream) first")
         gate = Gate()
         self._gates.append(gate)

@@ -20,6 +20,10 @@ from ._objects import SimStream, Task
 
 __all__ = ["Engine"]
 
+#: Longest single wait of the scheduler: a kernel of years must not overflow the
+#: platform's timeout (``OverflowError`` killed the thread); it wakes and waits again.
+_LONGEST_WAIT_S = 3600.0
+
 
 class Engine:
     """Runs the tasks of one device's streams with real timing."""
@@ -111,6 +115,8 @@ class Engine:
                 if self._ready:
                     continue
                 timeout = timers[0][0] - time.monotonic() if timers else None
+                if timeout is not None:  # (a kernel of years: wake, and look again)
+                    timeout = min(timeout, _LONGEST_WAIT_S)
                 self._waiting = True
                 self._wake.wait(timeout)
                 self._waiting = False

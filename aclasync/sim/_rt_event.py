@@ -106,6 +106,8 @@ class EventCalls(CallGroup):
         ev = self._core.event(event)
         if ev is None or ev.kind != "flag" or not ev.flags & _SYNC:
             return RC.PARAM_INVALID
+        if ev.context.device is not found.device:  # an event belongs to its device
+            return RC.PARAM_INVALID
 
         def reset(_: Task) -> None:
             ev.record = None
@@ -168,6 +170,8 @@ class EventCalls(CallGroup):
         second, ret2 = self._lookup_event(end)
         if first is None or second is None:
             return 0.0, ret or ret2
+        if first.context.device is not second.context.device:  # (each its device's)
+            return 0.0, RC.PARAM_INVALID
         if first.record is None or second.record is None:
             return 0.0, RC.INTERNAL_ERROR
         if not (first.record.done and second.record.done):

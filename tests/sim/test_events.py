@@ -182,19 +182,29 @@ def test_event_limit(make_rt, check):
     check(rt.rt.create_event(), what="device 1 has its own events")
 
 
-def test_an_event_is_refused_on_another_devices_stream(rt, check):
+def test_an_event_is_refused_on_another_devices_stream(make_rt, check):
     # It was accepted: the waiting stream then ran on the event's device's scheduler,
-    # and releasing that device stranded its work (reset and close hung).
+    # and releasing that device stranded its work (reset and close hung); a reset
+    # changed the other device's event, and elapsed times compared two devices' clocks.
+    rt = make_rt(event_with_flag_mask=EventFlag.SYNC | EventFlag.TIME_LINE)
     check(rt.rt.set_device(0))
     event = check(rt.rt.create_event())
+    resettable = check(rt.rt.create_event_with_flag(EventFlag.SYNC))
     own = check(rt.rt.create_stream())
     check(rt.rt.record_event(event, own))
     check(rt.rt.stream_wait_event(own, event))
+    check(rt.rt.reset_event(resettable, own))
+    check(rt.rt.synchronize_stream(own))
     check(rt.rt.set_device(1))
     other = check(rt.rt.create_stream())
+    theirs = check(rt.rt.create_event())
+    check(rt.rt.record_event(theirs, other))
+    check(rt.rt.synchronize_stream(other))
     refused = ErrorCode.ACL_ERROR_RT_PARAM_INVALID
     check(rt.rt.record_event(event, other), refused, "record on device 1")
     check(rt.rt.stream_wait_event(other, event), refused, "wait on device 1")
+    check(rt.rt.reset_event(resettable, other), refused, "reset on device 1")
+    check(rt.rt.event_elapsed_time(event, theirs), refused, "elapsed across devices")
     check(rt.rt.synchronize_stream(other))
     check(rt.rt.destroy_stream(other))
     check(rt.rt.reset_device(1))

@@ -552,3 +552,15 @@ def test_fast_launch_reserves_device_memory(make_rt, check):
     after, _ = check(rt.rt.get_mem_info(MemAttr.HBM_MEM))
     assert plain > before - reserved
     assert after <= plain - reserved
+
+
+def test_a_kernel_of_years_keeps_the_scheduler_alive(dev0, check):
+    # Its end overflowed the scheduler's wait: the device's thread died of an
+    # OverflowError and the device ran nothing more.
+    stream = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=1e18), stream))
+    short = check(dev0.rt.create_stream())
+    check(dev0.sim.launch_kernel(Kernel(duration_us=10), short))
+    check(dev0.rt.synchronize_stream_with_timeout(short, 5000))  # the scheduler runs on
+    assert check(dev0.rt.stream_query(stream)) == 1  # (ACL_STREAM_STATUS_NOT_READY)
+    check(dev0.rt.destroy_stream_force(stream))
