@@ -69,6 +69,8 @@ from aclasync.sim import Kernel, SimAcl
 MAX_N = 1_000_000  # keeps the sum of squares within int64
 MAX_DEVICES = 64  # the simulator's (and CANN's) limit
 MAX_STREAMS = 500  # per device: within every simulated SoC's stream limit (512 at least)
+MAX_KERNEL_MS = 60_000.0  # a minute, as the command line's demo allows
+MAX_S = 3600.0  # the longest drain or linger
 log = logging.getLogger("aclasync.serve")
 
 
@@ -88,10 +90,12 @@ class ServiceConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
                 raise ValueError(f"{name} must be an int from 1 to {top}, got {value!r}")
-        for name in ("kernel_ms", "drain_s", "linger_s"):
+        for name, top in (("kernel_ms", MAX_KERNEL_MS), ("drain_s", MAX_S), ("linger_s", MAX_S)):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+            if value > top:
+                raise ValueError(f"{name} must be at most {top:g}, got {value!r}")
 
     @classmethod
     def from_env(cls) -> ServiceConfig:
@@ -386,18 +390,11 @@ def render_metrics(service: InferenceService) -> str:
 
 
 #: For ``uvicorn --app-dir examples asgi_service:app`` and the like.
-_app: Starlette | None = None
-
-
-def __getattr__(name: str) -> Any:
-    """``asgi_service:app``, built on first use from the ``ACLASYNC_SERVE_*`` variables
-    (so that a bad one is an error there, and not in ``asgi_service.py --help``)."""
-    global _app
-    if name != "app":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if _app is None:
-        _app = create_app(ServiceConfig.from_env())
-    return _app
+if __name__ != "__main__":
+    # Imported by a server (``uvicorn asgi_service:app``; hypercorn reads the module's
+    # globals, so the app is built here): a bad ACLASYNC_SERVE_* variable fails the
+    # import with a ValueError naming it. Run as a script, the options configure it.
+    app = create_app(ServiceConfig.from_env())
 
 
 # -- running it under a server, with the graceful shutdown described above -----------------
@@ -533,10 +530,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, top in (("devices", MAX_DEVICES), ("streams", MAX_STREAMS)):
         if not 1 <= getattr(args, name) <= top:
             parser.error(f"--{name} must be from 1 to {top}")
-    for name in ("kernel_ms", "drain_s", "linger_s"):
-        value = getattr(args, name)
+    for name, top in (("kernel_ms", MAX_KERNEL_MS), ("drain_s", MAX_S), ("linger_s", MAX_S)):
+        value, option = getattr(args, name), f"--{name.replace('_', '-')}"
         if not (math.isfinite(value) and value >= 0):
-            parser.error(f"--{name.replace('_', '-')} must be finite and >= 0, got {value}")
+            parser.error(f"{option} must be finite and >= 0, got {value}")
+        if value > top:
+            parser.error(f"{option} must be at most {top:g}, got {value}")
     backend = "trio" if loop == "trio" else "asyncio"
     options = {"use_uvloop": True} if loop == "uvloop" else {}
     try:  # before the service starts: a port in use is one line, not a traceback

@@ -440,3 +440,31 @@ def test_an_output_file_that_cannot_be_written_is_named(
     assert main([*argv, "/dev/full"]) == 1
     last = capsys.readouterr().err.splitlines()[-1]
     assert last == "aclasync: error: cannot write /dev/full: No space left on device"
+
+
+def test_bench_model_says_it_cannot_time_a_model_numpy_has_no_dtype_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It failed half way with Model.run's advice to use Model.launch, which a command
+    # line user cannot act on, after setting up its pyACL side.
+    from aclasync.sim._mdl_desc import DescCalls
+
+    spec = {
+        "format": "aclasync.sim.model",
+        "version": 1,
+        "fn": "numpy:negative",
+        "inputs": [["x", [4], "float16"]],
+        "outputs": [["y", [4], "float16"]],
+        "duration_us": 100.0,
+        "batch_sizes": [],
+    }
+    path = tmp_path / "bf16.om"
+    path.write_text(json.dumps(spec))
+    monkeypatch.setattr(DescCalls, "get_input_data_type", lambda self, desc, index: 27)
+    monkeypatch.delenv("ACLASYNC_BACKEND", raising=False)
+    argv = ["bench", "model", "--model", str(path), "--quick", "--loop", "asyncio"]
+    assert main(argv) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("aclasync: error: ")
+    assert "this benchmark times Model.run" in last
+    assert "x (4,) ACL data type 27" in last

@@ -196,13 +196,39 @@ def test_asgi_service_names_a_bad_environment_variable_and_its_help_ignores_it(
     # a bad kernel length made every request a bare 500.
     monkeypatch.setenv("ACLASYNC_SERVE_DEVICES", "two")
     assert run_example("asgi_service.py", "--help").returncode == 0
-    example = load_example("asgi_service.py")
     with pytest.raises(ValueError, match=r"^ACLASYNC_SERVE_DEVICES='two': "):
-        example.app  # noqa: B018 - what `uvicorn asgi_service:app` asks for
+        load_example("asgi_service.py")  # what `uvicorn asgi_service:app` does
     monkeypatch.setenv("ACLASYNC_SERVE_DEVICES", "1")
+    example = load_example("asgi_service.py")
+    assert callable(example.app)  # a module global: hypercorn reads those directly
     for bad in ("nan", "-5"):
         monkeypatch.setenv("ACLASYNC_SERVE_KERNEL_MS", bad)
         with pytest.raises(ValueError, match=r"kernel_ms must be finite and >= 0"):
             example.ServiceConfig.from_env()
+    monkeypatch.setenv("ACLASYNC_SERVE_KERNEL_MS", "1e300")  # (it killed the simulator)
+    with pytest.raises(ValueError, match=r"kernel_ms must be at most 60000"):
+        example.ServiceConfig.from_env()
     monkeypatch.setenv("ACLASYNC_SERVE_KERNEL_MS", "2")
     assert example.ServiceConfig.from_env().kernel_ms == 2.0
+
+
+@pytest.mark.parametrize("server", ["uvicorn", "hypercorn"])
+def test_the_plain_server_commands_load_the_service(server: str) -> None:
+    # Built on first access through a module __getattr__, the app was invisible to
+    # hypercorn, which reads the module's globals ("application not found").
+    loader = {
+        "uvicorn": "from uvicorn.importer import import_from_string as load; "
+        "app = load('asgi_service:app')",
+        "hypercorn": "from hypercorn.utils import load_application; "
+        "app = load_application('asgi_service:app', 2**20)",
+    }[server]
+    done = subprocess.run(
+        [sys.executable, "-c", f"{loader}; print(type(app).__name__)"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=EXAMPLES,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() in {"Starlette", "ASGIWrapper"}

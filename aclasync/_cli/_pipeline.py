@@ -492,8 +492,14 @@ def _busy_us(workload: dict[str, Any] | None, kernel_us: float) -> float:
     return kernel_us
 
 
+def describe_tensor(tensor: TensorInfo) -> str:
+    """``name shape dtype``; the ACL data type's number where numpy has no dtype."""
+    kind = tensor.dtype if tensor.dtype is not None else f"ACL data type {tensor.data_type}"
+    return f"{tensor.name} {tensor.shape} {kind}"
+
+
 def _shapes(tensors: tuple[TensorInfo, ...]) -> str:
-    return ", ".join(f"{t.name} {t.shape} {t.dtype}" for t in tensors)
+    return ", ".join(describe_tensor(t) for t in tensors)
 
 
 async def _record(stream: Stream, *, timing: bool = False) -> Event:

@@ -34,9 +34,10 @@ import anyio.to_thread
 import numpy as np
 
 import aclasync
+from aclasync._model_calls import TensorInfo
 
 from .._loops import temporary_directory
-from .._pipeline import model_inputs
+from .._pipeline import describe_tensor, model_inputs
 from .._workload import time_model
 from ._common import BenchConfig, Skip, Target, check, column, expect, run_on_loop
 from ._stats import ratio, summarize
@@ -187,8 +188,14 @@ async def _measure_model(
     its answer, if known. Per concurrency and variant: (median req/s, latencies ns)."""
     results: dict[int, dict[str, tuple[float, list[int]]]] = {}
     async with aclasync.open_device(0, backend=acl) as dev, dev.load_model(path) as model:
-        if any(d < 0 for t in (*model.inputs, *model.outputs) for d in t.shape):
+        tensors = (*model.inputs, *model.outputs)
+        if any(d < 0 for t in tensors for d in t.shape):
             raise ValueError(f"{path}: this benchmark runs models of static shapes only")
+        if any(t.dtype is None for t in tensors):
+            raise ValueError(
+                f"{path}: this benchmark times Model.run, which carries numpy arrays: "
+                f"it cannot run a model with a tensor numpy has no dtype for ({_types(tensors)})"
+            )
         streams = [await dev.create_stream() for _ in range(STREAMS)]
         raw = await anyio.to_thread.run_sync(_RawModel, acl, path, model, max(CONCURRENCY))
         if known is not None:
@@ -204,8 +211,8 @@ async def _measure_model(
             "kind": "model",
             "path": path if known is None else None,
             "execute_us": DEVICE_US if known is not None else took,
-            "inputs": [f"{t.name} {t.shape} {t.dtype}" for t in model.inputs],
-            "outputs": [f"{t.name} {t.shape} {t.dtype}" for t in model.outputs],
+            "inputs": [describe_tensor(t) for t in model.inputs],
+            "outputs": [describe_tensor(t) for t in model.outputs],
         }
 
         def agrees(ys: list[Any]) -> bool:
@@ -340,3 +347,7 @@ class _RawModel:
                 expect(rt.free(ptr), "acl.rt.free")
         expect(acl.mdl.unload(self.model_id), "acl.mdl.unload")
         expect(rt.reset_device(0), "acl.rt.reset_device")
+
+
+def _types(tensors: tuple[TensorInfo, ...]) -> str:
+    return ", ".join(describe_tensor(t) for t in tensors if t.dtype is None)
