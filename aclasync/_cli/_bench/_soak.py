@@ -123,7 +123,9 @@ def run(cfg: BenchConfig) -> dict[str, Any]:
         "charts": CHARTS,
         "notes": [
             "RSS from /proc/self/statm: at the start (devices open), at half time and at "
-            "the end; threads: threading.active_count().",
+            "the end; threads: live at the start, and at the end those plus any the run "
+            "started and left (one of the start that ended meanwhile, an idle anyio "
+            "worker say, is not counted).",
             "objects left: what acl.sim.live_objects() counts after every device and "
             "model closed, beyond what it counted before they opened.",
             "stall: lateness of a 1 ms anyio.sleep ticker in the same loop.",
@@ -222,7 +224,7 @@ async def _soak(seconds: float, loop: str, progress: Callable[[str], None]) -> d
                 models.append(await dev.load_model(path))
                 pools.append(await dev.stream_pool(2))
             samples["rss_start"] = _rss_mib()
-            samples["threads_start"] = threading.active_count()
+            at_start = set(threading.enumerate())
             started = time.perf_counter()
             loops_done = threading.Event()
             async with anyio.create_task_group() as tg:
@@ -256,7 +258,9 @@ async def _soak(seconds: float, loop: str, progress: Callable[[str], None]) -> d
                 except Exception as exc:
                     count(exc)
             samples["rss_end"] = _rss_mib()
-            samples["threads_end"] = threading.active_count()
+            stayed = [t for t in threading.enumerate() if t not in at_start]
+            samples["threads_start"] = len(at_start)
+            samples["threads_end"] = len(at_start) + len(stayed)
         finally:
             with anyio.CancelScope(shield=True):  # interrupted: close every one all the same
                 for dev in devices:  # raises what cancelled borrowers left to the device
