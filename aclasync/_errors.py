@@ -144,10 +144,19 @@ def report(errors: list[BaseException], propagating: BaseException | None = None
     One failure is raised as itself, several as an ``ExceptionGroup`` in the order
     they were found. With *propagating* (the exception a close runs under, most often
     a cancellation) nothing is raised: each failure becomes a note on it, so the
-    exception in flight is never replaced and no failure goes unmentioned.
+    exception in flight is never replaced and no failure goes unmentioned. Except a
+    ``KeyboardInterrupt``, ``SystemExit`` or other ``BaseException`` that is not a
+    cancellation: it is raised as itself, whatever else (the other failures as notes
+    on it, *propagating* as its context).
     """
     if not errors:
         return
+    fatal = _fatal(errors)
+    if fatal is not None and fatal is not propagating:
+        report([e for e in errors if e is not fatal], fatal)
+        if fatal.__context__ is None:
+            fatal.__context__ = propagating
+        raise fatal
     if propagating is not None:
         notes = propagating.__dict__.setdefault("__notes__", [])
         for error in errors:  # what BaseException.add_note does (Python >= 3.11)
@@ -173,3 +182,13 @@ async def raise_closing(errors: list[BaseException], cancelled: BaseException | 
         report(errors, exc)
         raise
     report(errors)
+
+
+def _fatal(errors: list[BaseException]) -> BaseException | None:
+    """The first failure that must end the program's current work: a ``BaseException``
+    that is neither an ``Exception`` nor a cancellation (``KeyboardInterrupt``, say)."""
+    try:
+        ordinary: tuple[type[BaseException], ...] = (Exception, anyio.get_cancelled_exc_class())
+    except Exception:  # (no event loop here)
+        ordinary = (Exception,)
+    return next((e for e in errors if not isinstance(e, ordinary)), None)

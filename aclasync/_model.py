@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 import numpy as np
+import outcome
 
 from ._buffers import DeviceBuffer, HostBuffer
 from ._errors import AclError, raise_for_status
@@ -420,19 +421,23 @@ class Model(AsyncResource):
             return
         self._closed = True
         done = self._close_done = anyio.Event()
-        cancelled: BaseException | None = None  # asyncio's own, raised once closed
-        try:
+        try:  # (cancelled: asyncio's own, raised once closed)
             shut, cancelled = await to_completion(self._shut_down)
-            shut.unwrap()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            if not self._device._state.gone():
-                raise
-            # The device closed or broke meanwhile and released everything; what the
-            # release took off the streams before that is still this close's to report.
         finally:
             done.set()
         errors = self.take_failures()
         state = self._device._state
+        if isinstance(shut, outcome.Error):
+            error = shut.error
+            if isinstance(error, anyio.get_cancelled_exc_class()):  # its task, cancelled
+                cancelled = cancelled or error  # (by one cancelling every task: the
+                # device's close releases the rest)
+            elif not (
+                isinstance(error, (anyio.BrokenResourceError, anyio.ClosedResourceError))
+                and state.gone()
+            ):  # (gone: the device released everything; what the release took off the
+                # streams before that is still this close's to report)
+                errors.insert(0, error)
         await state.finish_close(errors, propagating or cancelled, state.hand_over)
         if cancelled is not None and propagating is None:
             raise cancelled

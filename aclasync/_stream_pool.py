@@ -439,8 +439,11 @@ class StreamPool(AsyncResource):
             )
         finally:
             self._close_done.set()
-        if isinstance(closed, outcome.Error):  # a fault of the close itself: told too
-            errors.append(closed.error)
+        if isinstance(closed, outcome.Error):
+            if isinstance(closed.error, anyio.get_cancelled_exc_class()):  # its task was:
+                cancelled = cancelled or closed.error  # (by one cancelling every task)
+            else:  # a fault of the close itself: told too
+                errors.append(closed.error)
         return errors, cancelled
 
     def _refuse_own_borrow(self) -> None:

@@ -336,3 +336,49 @@ async def test_a_run_cancelled_while_its_set_failed_to_be_made_raises_the_cancel
                 await run
             acl.armed = False
             await model.aclose()
+
+
+async def test_a_model_close_cancelled_keeps_its_cancellation_when_a_release_fails(
+    rt: Any, tmp_path: Path
+) -> None:
+    # A buffer's failed release made the close raise that AclError: the cancellation
+    # was lost (and what the close had found with it).
+    started, gate = threading.Event(), threading.Event()
+
+    def held(x: Any) -> Any:
+        started.set()
+        gate.wait(20)
+        return x
+
+    class FailingFree(ProxyAcl):
+        armed = False
+
+        def on_rt_call(self, name: str, args: tuple[Any, ...]) -> None:
+            if self.armed and name == "free":
+                self.inner.rt.free(*args)
+                raise aclasync.AclError.from_status(107000, "acl.rt.free")
+
+    path = rt.sim.register_model(
+        tmp_path / "held.om",
+        inputs=[("x", (4,), "float32")],
+        outputs=[("y", (4,), "float32")],
+        fn=held,
+    )
+    acl = FailingFree(rt)
+    with anyio.fail_after(20):
+        async with aclasync.open_device(0, backend=acl) as dev, dev.create_stream() as stream:
+            model = await dev.load_model(path)
+            run = asyncio.ensure_future(model.run(stream, np.zeros(4, np.float32)))
+            await anyio.to_thread.run_sync(started.wait, 10)
+            acl.armed = True
+            closer = asyncio.ensure_future(model.aclose())
+            await asyncio.sleep(0.01)  # it waits for the run
+            closer.cancel()
+            gate.set()
+            await run
+            with pytest.raises(asyncio.CancelledError):
+                await closer
+            acl.armed = False
+            with pytest.raises(aclasync.AclError) as handed:  # given to the device
+                await dev.synchronize()
+            assert handed.value.code == 107000

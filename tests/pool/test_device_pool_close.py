@@ -283,3 +283,30 @@ async def test_aclose_in_a_cancelled_scope_stays_cancelled_despite_a_failure(rt:
                 await pool.aclose()
     assert scope.cancelled_caught
     assert rt.sim.live_objects()["device_refs"] == 0
+
+
+async def test_a_keyboard_interrupt_a_close_meets_is_raised_as_itself(
+    rt: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In a cancelled scope it became a note on the cancellation, which the scope
+    # swallowed: Ctrl-C was lost.
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev:
+            pool = await dev.stream_pool(2)
+            async with pool.stream() as one:
+                pass
+            close = one.aclose
+
+            async def interrupted(**kwargs: Any) -> None:
+                await close(**kwargs)
+                raise KeyboardInterrupt("Ctrl-C")
+
+            monkeypatch.setattr(one, "aclose", interrupted)
+            with pytest.raises(KeyboardInterrupt), anyio.CancelScope() as scope:  # noqa: PT012
+                try:
+                    scope.cancel()
+                    await anyio.sleep_forever()
+                finally:
+                    await pool.aclose()
+            assert pool.closed
+    assert rt.sim.live_objects()["streams"] == 0
