@@ -333,17 +333,24 @@ class StreamPool(AsyncResource):
         failures: list[BaseException] = []
         keep: Stream | None = stream
         decided = False
-        steps = _ToCompletion()
+        cancelled: BaseException | None = None  # asyncio's own, for the exit to raise
         self._recycling.add(stream)  # a close's timeout force-closes it too
+
+        async def replace() -> Stream | None:
+            nonlocal cancelled
+            made, cancelled_now = await _finish(functools.partial(self._replace, stream, failures))
+            cancelled = cancelled or cancelled_now
+            return made.unwrap()
+
         try:
             if stream.closed and not (self._closing or stream._state.gone()):
                 # Its borrower closed it (the close reported what it held): a fresh one.
-                keep = await steps.run(functools.partial(self._replace, stream, failures))
+                keep = await replace()
                 decided = True
-                return failures, steps.cancelled
-            try:
-                await steps.run(stream.synchronize)
-            except Exception as exc:
+                return failures, cancelled
+            synced, cancelled = await _finish(stream.synchronize)
+            if isinstance(synced, outcome.Error) and isinstance(synced.error, Exception):
+                exc = synced.error
                 if _gone(stream):
                     keep = None
                     self._drop(stream)
@@ -354,12 +361,13 @@ class StreamPool(AsyncResource):
                         failures.append(exc)
                 else:  # an AclError, or what a launched call raised: the work failed
                     failures = [exc, *stream._state.take_failures(stream._lane)]
-                    keep = await steps.run(functools.partial(self._replace, stream, failures))
+                    keep = await replace()
             else:
+                synced.unwrap()  # (a BaseException: raised, and the finally decides)
                 # A stopped stream (its cause already reported) refuses all work; a
                 # reconfigured one would hand its settings on to the next borrower.
                 if stream._stopped() or stream._reconfigured:
-                    keep = await steps.run(functools.partial(self._replace, stream, failures))
+                    keep = await replace()
             decided = True
         finally:
             self._recycling.discard(stream)
@@ -374,12 +382,11 @@ class StreamPool(AsyncResource):
             else:  # else one stream fewer (the device's close releases it)
                 self._settle(stream)
                 self._drop(stream)
-        return failures, steps.cancelled
+        return failures, cancelled
 
     async def _replace(self, stream: Stream, failures: list[BaseException]) -> Stream | None:
         """Close a failed stream and create its successor (None if that failed: the
-        stream is dropped); failures met on the way are added to *failures*. Safe to
-        start again after asyncio's own cancellation cut it short (see _ToCompletion)."""
+        stream is dropped); failures met on the way are added to *failures*."""
         try:
             await stream.aclose(force=True)
         except ExceptionGroup as group:  # its last failures, seen by the close
@@ -641,32 +648,21 @@ class _Waiter:
         self.error: BaseException | None = None
 
 
-class _ToCompletion:
-    """Awaits steps of work that must end, even when the caller is cancelled.
-
-    Each step runs in a shielded scope. A shield stops anyio's cancellations but not
-    asyncio's own ``task.cancel()`` (``asyncio.timeout``, a ``TaskGroup``, a server's
-    shutdown): a cancellation that comes out of the shield is such a one, so the step
-    is awaited again from its start (each step must be safe to start again after it
-    was cut short), and the first such cancellation is kept in ``cancelled`` for the
-    caller to raise once its work is done.
-    """
-
-    __slots__ = ("cancelled",)
-
-    def __init__(self) -> None:
-        self.cancelled: BaseException | None = None
-
-    async def run(self, step: Callable[[], Awaitable[_T]]) -> _T:
-        """Await ``step()`` to its end, through asyncio's own cancellations."""
-        cancelled = anyio.get_cancelled_exc_class()
-        while True:
-            try:
-                with anyio.CancelScope(shield=True):
-                    return await step()
-            except cancelled as exc:  # (only asyncio's own passes the shield)
-                if self.cancelled is None:
-                    self.cancelled = exc
+async def _finish(
+    step: Callable[[], Awaitable[_T]],
+) -> tuple[outcome.Outcome[_T], BaseException | None]:
+    """``step()`` to its end, as ``to_completion`` does, without its task on the way:
+    in a shield, then, if asyncio's own cancellation passed the shield (the step was
+    cut short: each step here is safe to start again), once more as a task of its own,
+    which no cancellation reaches. Returns how it ended and that cancellation."""
+    with anyio.CancelScope(shield=True):
+        first = await outcome.acapture(step)
+    if isinstance(first, outcome.Error) and isinstance(
+        first.error, anyio.get_cancelled_exc_class()
+    ):
+        again, _ = await to_completion(step)  # (a later cancellation: the same request)
+        return again, first.error
+    return first, None
 
 
 def _gone(stream: Stream) -> bool:

@@ -587,3 +587,36 @@ async def test_a_stream_its_borrower_closed_is_replaced(rt: Any) -> None:
                 assert fresh is not s
                 assert not fresh.closed
                 await fresh.synchronize()
+
+
+@asyncio_loops
+async def test_a_borrows_exit_ends_under_a_storm_of_cancellations(
+    rt: Any, gate: threading.Event
+) -> None:
+    # Each of asyncio's cancellations started the exit's wait for the stream's work
+    # again: under a cancellation at every turn of the loop it never ended.
+    loop = asyncio.get_running_loop()
+    async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+        launched = asyncio.Event()
+
+        async def borrower() -> None:
+            async with pool.stream() as s:
+                s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
+                launched.set()
+
+        task = asyncio.ensure_future(borrower())
+        await launched.wait()  # it leaves the block: its exit waits for the held kernel
+        storm_ends = loop.time() + 2.0
+
+        def cancel_again() -> None:
+            if not task.done() and loop.time() < storm_ends:
+                task.cancel()
+                loop.call_soon(cancel_again)
+
+        loop.call_soon(cancel_again)
+        loop.call_later(0.05, gate.set)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        assert loop.time() < storm_ends  # it ended during the storm
+        async with pool.stream() as again:  # and the stream came back
+            await again.synchronize()
