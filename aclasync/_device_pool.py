@@ -10,11 +10,10 @@ from types import TracebackType
 
 import anyio
 import anyio.lowlevel
-import outcome
 
 from ._device import Device, open_device
 from ._errors import raise_closing, report
-from ._loop import to_completion
+from ._loop import failure, to_completion
 from ._pyacl.constants import StreamFlag
 from ._stream import Stream
 from ._stream_pool import PoolStatistics, StreamPool, stream_pool
@@ -176,10 +175,7 @@ class DevicePool:
             finally:
                 done.set()
             cancelled = cancelled or cancelled_later
-        if propagating is not None:
-            report(errors, propagating)
-        else:
-            await raise_closing(errors, cancelled)
+        await raise_closing(errors, cancelled, propagating)
 
     async def _opened(self) -> None:
         """Return once an opening under way has ended (it sees the close and fails)."""
@@ -204,14 +200,11 @@ class DevicePool:
         for close in closes:  # each to its end: what one raises, the others close too
             closed, cancelled_now = await to_completion(close)
             cancelled = cancelled or cancelled_now
-            if not isinstance(closed, outcome.Error):
-                continue
-            if isinstance(closed.error, ExceptionGroup):  # one close's several failures
-                errors.extend(closed.error.exceptions)
-            elif isinstance(closed.error, anyio.get_cancelled_exc_class()):  # (not a failure)
-                cancelled = cancelled or closed.error
-            else:  # an AclError, a fault
-                errors.append(closed.error)
+            error = failure(closed)
+            if isinstance(error, ExceptionGroup):  # one close's several failures
+                errors.extend(error.exceptions)
+            elif error is not None:  # an AclError, a fault
+                errors.append(error)
         return errors, cancelled
 
 

@@ -9,7 +9,7 @@ The error-delivery rule
 Failures are delivered by the rule of docs/errors.md, implemented here once: a
 failure is numbered and kept with its stream by the worker (``Lane.errors``), raised
 by ``report`` (one stream) or ``report_device`` (any stream the device reports) at
-the end of an await, by a close (``finish_close``), or handed to the device when a
+the end of an await, by a close (``raise_closing``), or handed to the device when a
 cancellation would drop it (``hand_over``).
 """
 
@@ -31,13 +31,14 @@ from ._errors import (
     AclError,
     AclTimeoutError,
     never_recorded,
+    raise_closing,
     raise_for_status,
     report,
 )
 from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
 from ._lanes import FORCED_EVENT, EventRecord, Lane, Life
-from ._loop import Turn, Waiter, current_delivery, to_completion
+from ._loop import Turn, Waiter, current_delivery, raise_if_cancelled, to_completion
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus
@@ -145,16 +146,9 @@ class DeviceState:
         """
         waiter = self._call(make)
         cancelled = await waiter.answered()
+        made: _T = waiter.answer(cancelled)
         try:
-            made: _T = waiter.answer()
-        except BaseException as exc:
-            if cancelled is not None:  # nothing was made: the cancellation goes on
-                raise cancelled from exc
-            raise
-        try:
-            if cancelled is not None:
-                raise cancelled
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            await raise_if_cancelled(cancelled)
         except BaseException as exc:
             released, _ = await to_completion(functools.partial(release, made))
             if isinstance(released, outcome.Error):  # told, never in the way (rule 6)
@@ -399,9 +393,7 @@ class DeviceState:
                 return
         self._lanes.pop(lane, None)
         errors = self._take_all([lane.errors])
-        await self.finish_close(errors, propagating or cancelled, self.hand_over)
-        if cancelled is not None and propagating is None:
-            raise cancelled
+        await raise_closing(errors, cancelled, propagating, self.hand_over)
 
     def _prune_closed(self) -> None:
         """Forget streams whose cancelled close has since destroyed them."""
@@ -420,7 +412,7 @@ class DeviceState:
             return
         if not force:
             await self.wait_for(lane, timed=False).wait()
-        await self.finish_close(self._take_all([lane.errors]), propagating, self.hand_over)
+        await raise_closing(self._take_all([lane.errors]), None, propagating, self.hand_over)
 
     def hand_over(self, errors: list[BaseException], propagating: BaseException | None) -> None:
         """Report what a close found (rules 5 and 6), on the device's behalf.
@@ -437,20 +429,6 @@ class DeviceState:
                 self.worker.orphan(error)
             return
         report(errors, propagating)
-
-    async def finish_close(
-        self,
-        errors: list[BaseException],
-        propagating: BaseException | None,
-        settle: Callable[[list[BaseException], BaseException | None], None] = report_closing,
-    ) -> None:
-        if propagating is None:
-            try:
-                await anyio.lowlevel.checkpoint_if_cancelled()
-            except BaseException as exc:
-                settle(errors, exc)
-                raise
-        settle(errors, propagating)
 
     async def record(
         self, lane: Lane, timing: bool, *, report: bool = True
@@ -566,19 +544,15 @@ class DeviceState:
         self.worker.start(waiter)
         cancelled = await waiter.answered()  # (asyncio's own passes a shield)
         try:
-            waiter.answer()
-        except BaseException as exc:
+            waiter.answer(cancelled)
+        except BaseException:
             self.closed = True
             self._closing.take()  # (nobody else can have it: the device never opened)
             self._stop_quietly()
             self._closing.end(keep=True)
-            if cancelled is not None:  # nothing was opened: the cancellation goes on
-                raise cancelled from exc
             raise
         try:
-            if cancelled is not None:
-                raise cancelled
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            await raise_if_cancelled(cancelled)
         except BaseException as exc:
             await self.aclose(exc)
             raise
@@ -605,7 +579,7 @@ class DeviceState:
                     left.append(stop.result.error)
                 elif isinstance(stop.result, outcome.Value):
                     left.extend(stop.result.value)
-                await self.finish_close(self._left(left), propagating)
+                await raise_closing(self._left(left), None, propagating)
             return
         self.closed = True
         errors: list[BaseException] = []
@@ -632,9 +606,7 @@ class DeviceState:
                 errors = self._left(errors)
         finally:
             self._closing.end(keep=True)
-        await self.finish_close(errors, propagating or cancelled)
-        if cancelled is not None and propagating is None:
-            raise cancelled
+        await raise_closing(errors, cancelled, propagating)
 
     def _stopped(self) -> None:
         """(worker) The device is released: closers waiting for the first go on."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -168,20 +169,30 @@ def report(errors: list[BaseException], propagating: BaseException | None = None
     raise ExceptionGroup(f"{len(errors)} unreported failures found while closing", exceptions)
 
 
-async def raise_closing(errors: list[BaseException], cancelled: BaseException | None) -> None:
-    """End a close that no other exception runs under: raise *cancelled* (asyncio's own
-    cancellation that came during it), or a cancellation pending now, with *errors* as
-    notes (rule 6: a cancelled close never lets a failure out of its cancel scope);
-    else raise *errors* (``report``)."""
-    if cancelled is not None:
-        report(errors, cancelled)
-        raise cancelled
-    try:
-        await anyio.lowlevel.checkpoint_if_cancelled()
-    except BaseException as exc:
-        report(errors, exc)
-        raise
-    report(errors)
+async def raise_closing(
+    errors: list[BaseException],
+    cancelled: BaseException | None,
+    propagating: BaseException | None = None,
+    settle: Callable[[list[BaseException], BaseException | None], None] | None = None,
+) -> None:
+    """End a close by rule 6, *settle* (default ``report``) saying what it found.
+
+    With *propagating* (the exception the close runs under), ``settle(errors,
+    propagating)`` and nothing else. Else *cancelled* (asyncio's own cancellation that
+    came during the close), or a cancellation pending now, is raised after
+    ``settle(errors, it)`` (a cancelled close never lets a failure out of its cancel
+    scope); else ``settle(errors, None)`` (``report`` raises them).
+    """
+    settle = settle or report
+    if propagating is None:
+        try:
+            if cancelled is not None:
+                raise cancelled
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException as exc:
+            settle(errors, exc)
+            raise
+    settle(errors, propagating)
 
 
 def _fatal(errors: list[BaseException]) -> BaseException | None:

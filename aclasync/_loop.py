@@ -39,9 +39,15 @@ __all__ = [
     "Turn",
     "Waiter",
     "current_delivery",
+    "failure",
     "post",
     "post_to",
+    "raise_if_cancelled",
+    "to_completion",
+    "unwrap",
 ]
+
+_T = TypeVar("_T")
 
 #: Waiters resumed per loop iteration; the rest wait for the next iteration.
 WAKE_BATCH = 64
@@ -161,11 +167,12 @@ class Waiter:
                 cancelled = cancelled or exc
         return cancelled
 
-    def answer(self) -> Any:
-        """The answer ``answered()`` awaited: return the result, or raise what the
-        worker holds. No checkpoint, so no cancellation can come between the two."""
+    def answer(self, cancelled: BaseException | None = None) -> Any:
+        """The answer ``answered()`` awaited, as ``unwrap`` gives it (with *cancelled*,
+        what ``answered()`` returned). No checkpoint, so no cancellation can come
+        between the two."""
         assert self.result is not None, "answer() is for a waiter that answered()"
-        return self.result.unwrap()
+        return unwrap(self.result, cancelled)
 
     def _timed_out(self, on_timeout: Callable[[], BaseException] | None) -> BaseException:
         if on_timeout is None:
@@ -517,9 +524,6 @@ class Turn:
         holder.set()
 
 
-_T = TypeVar("_T")
-
-
 async def to_completion(
     work: Callable[[], Awaitable[_T]],
 ) -> tuple[outcome.Outcome[_T], BaseException | None]:
@@ -543,5 +547,38 @@ async def to_completion(
                 await asyncio.wait((task,))  # (never raises what the work raised)
             except asyncio.CancelledError as exc:  # the caller's: the task is not hit
                 cancelled = cancelled or exc
-        return outcome.capture(task.result), cancelled
+        ended = outcome.capture(task.result)
+        if task.cancelled() and isinstance(ended, outcome.Error):  # by one cancelling
+            cancelled = cancelled or ended.error  # every task: a cancellation, too
+        return ended, cancelled
     raise AssertionError("unreachable: a shield nobody cancels swallows nothing")
+
+
+def unwrap(result: outcome.Outcome[_T], cancelled: BaseException | None) -> _T:
+    """The value of work the caller saw to its end, or what it raised; with *cancelled*
+    (asyncio's own cancellation that came meanwhile) and nothing made, that
+    cancellation instead, raised from what the work raised: it goes on."""
+    try:
+        return result.unwrap()
+    except BaseException as exc:
+        if cancelled is not None and cancelled is not exc:
+            raise cancelled from exc
+        raise
+
+
+def failure(result: outcome.Outcome[Any]) -> BaseException | None:
+    """What work run by ``to_completion`` raised: None if it returned, or if it was
+    cancelled (``to_completion`` returns that as its cancellation)."""
+    if isinstance(result, outcome.Error) and not isinstance(
+        result.error, anyio.get_cancelled_exc_class()
+    ):
+        return result.error
+    return None
+
+
+async def raise_if_cancelled(cancelled: BaseException | None) -> None:
+    """Raise *cancelled* (asyncio's own, held while work was seen to its end), or a
+    cancellation pending now (``checkpoint_if_cancelled``)."""
+    if cancelled is not None:
+        raise cancelled
+    await anyio.lowlevel.checkpoint_if_cancelled()

@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 import numpy as np
-import outcome
 
 from ._buffers import DeviceBuffer, HostBuffer
-from ._errors import AclError, raise_for_status
+from ._errors import AclError, raise_closing, raise_for_status
 from ._event import Event, release_events
 from ._factory import AsyncResource, Creation
-from ._loop import to_completion
+from ._loop import failure, raise_if_cancelled, to_completion, unwrap
 from ._model_calls import Loaded, TensorInfo, datasets, execute_on, load, release
 from ._pyacl.codes import ErrorCode
 from ._stream import Stream
@@ -335,16 +334,9 @@ class Model(AsyncResource):
             await self._settle_dirty(slot)
             return slot
         made, cancelled = await to_completion(functools.partial(self._make_slot, stream.flags))
+        slot = unwrap(made, cancelled)
         try:
-            slot = made.unwrap()
-        except BaseException as exc:
-            if cancelled is not None:  # nothing was made: the cancellation goes on
-                raise cancelled from exc
-            raise
-        try:
-            if cancelled is not None:
-                raise cancelled
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            await raise_if_cancelled(cancelled)
         except BaseException:
             self._free.append(slot)  # made but never used: ready for the next run
             raise
@@ -427,20 +419,14 @@ class Model(AsyncResource):
             done.set()
         errors = self.take_failures()
         state = self._device._state
-        if isinstance(shut, outcome.Error):
-            error = shut.error
-            if isinstance(error, anyio.get_cancelled_exc_class()):  # its task, cancelled
-                cancelled = cancelled or error  # (by one cancelling every task: the
-                # device's close releases the rest)
-            elif not (
-                isinstance(error, (anyio.BrokenResourceError, anyio.ClosedResourceError))
-                and state.gone()
-            ):  # (gone: the device released everything; what the release took off the
-                # streams before that is still this close's to report)
-                errors.insert(0, error)
-        await state.finish_close(errors, propagating or cancelled, state.hand_over)
-        if cancelled is not None and propagating is None:
-            raise cancelled
+        error = failure(shut)  # (cancelled, by one cancelling every task: the device's
+        # close releases the rest)
+        gone = isinstance(error, (anyio.BrokenResourceError, anyio.ClosedResourceError))
+        if error is not None and not (gone and state.gone()):
+            # (gone: the device released everything; what the release took off the
+            # streams before that is still this close's to report)
+            errors.insert(0, error)
+        await raise_closing(errors, cancelled, propagating, state.hand_over)
 
     async def _shut_down(self) -> None:
         """Wait for the runs under way, then release everything (``_release``)."""

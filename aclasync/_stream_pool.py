@@ -18,7 +18,7 @@ import outcome
 
 from ._errors import raise_closing, report
 from ._factory import AsyncResource
-from ._loop import Delivery, current_delivery, to_completion
+from ._loop import Delivery, current_delivery, failure, to_completion
 from ._pyacl.constants import StreamFlag
 from ._stream_config import check_stream_config
 from ._waits import check_timeout
@@ -212,10 +212,7 @@ class StreamPool(AsyncResource):
         """Close the pool as ``aclose()`` does; while *exc* propagates, what the close
         finds is added to it as notes and never replaces it (errors rule 6)."""
         errors, cancelled = await self._shut(None)
-        if exc is not None:
-            report(errors, exc)
-        else:
-            await raise_closing(errors, cancelled)
+        await raise_closing(errors, cancelled, exc)
 
     # -- borrowing -------------------------------------------------------------------
 
@@ -446,11 +443,9 @@ class StreamPool(AsyncResource):
             )
         finally:
             self._close_done.set()
-        if isinstance(closed, outcome.Error):
-            if isinstance(closed.error, anyio.get_cancelled_exc_class()):  # its task was:
-                cancelled = cancelled or closed.error  # (by one cancelling every task)
-            else:  # a fault of the close itself: told too
-                errors.append(closed.error)
+        error = failure(closed)
+        if error is not None:  # a fault of the close itself: told too
+            errors.append(error)
         return errors, cancelled
 
     def _refuse_own_borrow(self) -> None:
