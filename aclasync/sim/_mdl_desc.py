@@ -103,12 +103,18 @@ class DescCalls:
 
     @parsed("acl.mdl.get_output_dims")
     def get_output_dims(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
+        """``({"name", "dimCount", "dims"}, ret)``: a gear model's at its largest gear
+        (what ACL documents), a dynamic-shape model's with -1 where a dimension varies."""
+        desc = self._models.descs.get(model_desc)
         tensor = self._tensor(model_desc, index, False)
-        return ({}, _INVALID_PARAM) if tensor is None else (_dims(tensor.name, tensor.shape), _OK)
+        if desc is None or desc.spec is None or tensor is None:
+            return {}, _INVALID_PARAM
+        return _dims(tensor.name, desc.spec.reported_output_shape(index)), _OK
 
     @parsed("acl.mdl.get_cur_output_dims")
     def get_cur_output_dims(self, model_desc: int, index: int, /) -> tuple[dict[str, Any], int]:
-        """Output dims at the gear last chosen for the model (declared dims if none).
+        """Output dims at the gear last chosen for the model; before one is chosen, at
+        the largest gear, as ``get_output_dims`` (ACL's ``aclmdlGetCurOutputDims`` page).
 
         A dynamic-shape model answers 200001 (ACL_ERROR_API_NOT_SUPPORT), as ACL does:
         its output shapes are in the output dataset's tensor descriptions.
@@ -123,7 +129,7 @@ class DescCalls:
         if desc.spec.mode == "shape":
             return {}, _API_NOT_SUPPORT
         if model.cur_gear is None:
-            return _dims(tensor.name, tensor.shape), _OK
+            return _dims(tensor.name, desc.spec.reported_output_shape(index)), _OK
         return _dims(tensor.name, desc.spec.output_shape(index, model.cur_gear)), _OK
 
     @parsed("acl.mdl.get_input_data_type")

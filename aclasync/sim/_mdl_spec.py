@@ -143,6 +143,18 @@ class ModelSpec:
     def output_shape(self, index: int, gear: Sequence[int]) -> tuple[int, ...]:
         return self.outputs[index].resolve(iter(gear))
 
+    def reported_output_shape(self, index: int) -> tuple[int, ...]:
+        """Output *index*'s dims as ``get_output_dims`` reports them: a gear model's at
+        its largest gear (the output's static dims, which ATC records at the largest;
+        ACL's ``aclmdlGetOutputDims`` page says so), else as declared (``-1`` marking a
+        dynamic shape's unknown dimensions)."""
+        if not self.dynamic:
+            return self.outputs[index].shape
+        tensor = self.outputs[index]
+        return max(
+            (self.output_shape(index, g) for g in self.gears), key=lambda s: tensor.nbytes(s)
+        )
+
     def input_nbytes(self, index: int) -> int:
         """Bytes input *index* needs: at the largest gear, or at its largest shape."""
         if index == len(self.inputs) and self.dynamic:  # the gear input: uint64 values

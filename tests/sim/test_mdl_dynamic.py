@@ -68,7 +68,10 @@ def test_image_size_model_describes_its_gears(
     assert mdl.get_input_size_by_index(desc, 0) == 3 * 8 * 6 * 4, "sized for the largest gear"
     assert mdl.get_input_size_by_index(desc, 2) == 16
     assert mdl.get_output_size_by_index(desc, 0) == 8 * 6 * 4
-    assert check(mdl.get_cur_output_dims(desc, 0))["dims"] == [1, 1, -1, -1], "no gear yet"
+    # ACL documents both at the largest gear before one is chosen (what ATC records as
+    # the output's dims); the inputs keep -1 where they vary.
+    assert check(mdl.get_output_dims(desc, 0))["dims"] == [1, 1, 8, 6]
+    assert check(mdl.get_cur_output_dims(desc, 0))["dims"] == [1, 1, 8, 6], "no gear yet"
     assert check(mdl.get_input_dims_range(desc, 0)) == {"rangeCount": 0, "range": []}
     check(mdl.get_dynamic_hw(0, -1), INVALID_PARAM)
 
@@ -221,7 +224,8 @@ def test_set_input_dynamic_dims_checks_the_dims_as_ge_does(
     check(choose([1, 0, 4, 2, 2]), INPUT_LENGTH_INVALID, "a zero where 3 is fixed")
     check(choose([0, 3, 4, 2, 2]), GEAR_INVALID, "zero is no gear value, and no 100000")
     check(choose([1, 3, 4, 2, 2], model_id + 9), MODEL_ID_INVALID)
-    assert check(mdl.get_cur_output_dims(io.desc, 0))["dims"] == [-1, 3, -1], "no gear chosen"
+    assert check(mdl.get_cur_output_dims(io.desc, 0))["dims"] == [2, 3, 8], "the largest gear"
+    assert check(mdl.get_output_dims(io.desc, 0))["dims"] == [2, 3, 8]
     static = acl.sim.register_model(
         tmp_path / "static.om",
         inputs=[("x", (2, 3), "float32")],
@@ -309,9 +313,13 @@ def test_batch_model_reports_the_current_batch(dev0: Any, tmp_path: Path, check:
     )
     model_id = check(dev0.mdl.load_from_file(path))
     io = ModelIo(dev0, model_id)
+    assert check(dev0.mdl.get_input_dims(io.desc, 0))["dims"] == [-1, 2]
+    for read in (dev0.mdl.get_output_dims, dev0.mdl.get_cur_output_dims):
+        assert check(read(io.desc, 0))["dims"] == [8, 2], "no batch chosen: the largest"
     for batch in (8, 2):
         check(dev0.mdl.set_dynamic_batch_size(model_id, io.inputs, 1, batch))
         assert check(dev0.mdl.get_cur_output_dims(io.desc, 0))["dims"] == [batch, 2]
+    assert check(dev0.mdl.get_output_dims(io.desc, 0))["dims"] == [8, 2], "whatever was chosen"
     check(dev0.mdl.set_dynamic_hw_size(model_id, io.inputs, 1, 2, 2), GEAR_INVALID)
 
 
