@@ -78,7 +78,9 @@ class Event(AsyncResource):
 
     @property
     def handle(self) -> int:
-        """The pyACL event handle."""
+        """The pyACL event handle. Once the event or its device is closed it still reads
+        (for logs), but the handle may be recorded again for another event: take it with
+        ``__acl_event__``, which refuses a closed event, where it will be used."""
         return self._handle
 
     @property

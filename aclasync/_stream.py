@@ -99,8 +99,12 @@ class Stream(AsyncResource):
     def handle(self) -> int:
         """The pyACL stream handle (``0`` for the default stream). Reading it gives the
         stream out as ``__acl_stream__`` does: work others queue on the handle is the
-        stream's, and its syncs from then on always ask the runtime."""
-        self._lane.share()
+        stream's, and its syncs from then on always ask the runtime. Once the stream
+        or its device is closed it still reads (for logs and ``repr``), but the handle
+        may be destroyed, or another stream's: take it with ``__acl_stream__``, which
+        refuses a closed stream, where it will be used."""
+        if not self.closed:
+            self._lane.share()
         return self._lane.handle
 
     @property
@@ -158,11 +162,17 @@ class Stream(AsyncResource):
         Synchronous and non-blocking: queues ``acl.rt.memcpy_async`` with the direction
         taken from the buffer kinds. Host to host is a ``ValueError``: CANN's
         ``aclrtMemcpyAsync`` does not support it on a host with cards (207000, or a
-        failed task on older releases); copy between host buffers on the host.
+        failed task on older releases); copy between host buffers on the host. A
+        ``DeviceBuffer`` of another device is a ``ValueError`` too.
         """
         for name, buffer in (("dst", dst), ("src", src)):
             if not isinstance(buffer, (DeviceBuffer, HostBuffer)):
                 raise TypeError(f"{name} must be a DeviceBuffer or HostBuffer")
+            if isinstance(buffer, DeviceBuffer) and buffer.device is not self._device:
+                raise ValueError(
+                    f"{name}: {buffer!r} is memory of another device; a stream copies "
+                    "to and from its own device's memory"
+                )
         count = src.nbytes if nbytes is None else nbytes
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError(f"nbytes must be a non-negative int, got {nbytes!r}")

@@ -64,6 +64,8 @@ class SimExtension(ModelExtension, CallGroup):
         check_ints("device_array", dev_ptr)
         kind = np.dtype(dtype)
         dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(dim < 0 for dim in dims):
+            raise ValueError(f"device_array: shape {shape!r} has a negative dimension")
         count = int(np.prod(dims, dtype=np.int64)) * kind.itemsize
         region = self._core.device_region(dev_ptr)
         view = None if region is None else region.view(dev_ptr, count)

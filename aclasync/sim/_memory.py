@@ -68,7 +68,7 @@ class Region:
     def view(self, address: int, count: int) -> memoryview | None:
         """Return a byte view of ``[address, address + count)``, or None if out of range."""
         offset = address - self.start
-        if offset < 0 or offset + count > self.size:
+        if offset < 0 or count < 0 or offset + count > self.size:
             return None
         buffer = self._buffer()
         if buffer is None:

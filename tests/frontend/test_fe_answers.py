@@ -112,6 +112,18 @@ async def test_memcpy_copies_each_way_but_refuses_host_to_host(rt: Any) -> None:
         assert download.view(np.uint8).tolist() == list(range(32))
 
 
+async def test_memcpy_refuses_another_devices_memory_at_the_call(rt: Any) -> None:
+    # The copy would otherwise write device 1's memory from device 0's stream, or fail
+    # later as a bare 107000 from the sync.
+    async with opened(rt) as d0, opened(rt, 1) as d1, d0.create_stream() as s:
+        here, there, host = await d0.alloc(32), await d1.alloc(32), await d0.alloc_host(32)
+        for dst, src in ((there, host), (host, there), (here, there), (there, here)):
+            with pytest.raises(ValueError, match="memory of another device"):
+                s.memcpy(dst, src)
+        s.memcpy(here, host)
+        await s.synchronize()
+
+
 @pytest.mark.parametrize("timeout", [0, 1e-9])
 async def test_a_zero_timeout_polls_once(rt: Any, timeout: float) -> None:
     gate = Gate()

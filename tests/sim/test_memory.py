@@ -500,3 +500,15 @@ def test_a_zero_size_is_refused_before_the_context(rt, check):
     for malloc in (rt.rt.malloc, rt.rt.malloc_cached):
         check(malloc(0, 0), INVALID, malloc.__name__)
         check(malloc(64, 0), NO_CONTEXT, malloc.__name__)
+
+
+def test_device_array_views_only_whole_ranges_of_one_block(dev0, check):
+    block = check(dev0.rt.malloc(64, MallocPolicy.HUGE_FIRST))
+    assert dev0.sim.device_array(block, (4, 4), np.float32).shape == (4, 4)
+    for shape in (-1, (2, -3)):  # a negative count was sliced from the block's end
+        with pytest.raises(ValueError, match="negative dimension"):
+            dev0.sim.device_array(block, shape, np.float32)
+    with pytest.raises(ValueError, match="not device memory"):
+        dev0.sim.device_array(block, 64, np.float32)
+    with pytest.raises(ValueError, match="not device memory"):
+        dev0.sim.device_array(block + 8, 64, np.float32)
