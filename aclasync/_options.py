@@ -57,7 +57,7 @@ class WorkerOptions:
         thread that opens the device (the event loop's) and the worker to the CPU that
         thread is running on. Loop and worker on one CPU save two cross-CPU wake-ups
         per round trip (an idle-stream sync drops from about 60 to about 30 us on a
-        two-vCPU VM, see benchmarks/README.md), at the price of sharing that CPU.
+        two-vCPU VM, see docs/benchmark-history.md), at the price of sharing that CPU.
     """
 
     wait_slice_ms: int = 1

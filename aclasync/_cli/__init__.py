@@ -158,7 +158,8 @@ def _interrupted(exc: BaseException) -> bool:
 
 def _debug() -> bool:
     """Whether ``ACLASYNC_DEBUG`` asks for tracebacks: set to anything but empty, ``0``,
-    ``false``, ``no`` or ``off`` (any case), as ``ACLASYNC_SIM_STRICT`` reads them."""
+    ``false``, ``no`` or ``off`` (any case). Lenient, unlike ``ACLASYNC_SIM_STRICT``:
+    it only chooses how an error already met is shown, so it never adds one."""
     flag = os.environ.get("ACLASYNC_DEBUG", "").strip().lower()
     return flag not in ("", "0", "false", "no", "off")
 
