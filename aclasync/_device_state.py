@@ -15,6 +15,7 @@ cancellation would drop it (``hand_over``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import weakref
@@ -38,7 +39,7 @@ from ._errors import (
 from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
 from ._lanes import FORCED_EVENT, EventRecord, Lane, Life
-from ._loop import Turn, Waiter, current_delivery, raise_if_cancelled, to_completion
+from ._loop import Then, Turn, Waiter, current_delivery, raise_if_cancelled, to_completion
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus
@@ -379,7 +380,7 @@ class DeviceState:
                 self.post(functools.partial(self.worker.close_when_done, lane))
                 raise
         close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
-        cancelled: BaseException | None = None  # asyncio's own, raised once closed
+        cancelled: BaseException | None = None  # asyncio's own or Ctrl-C, raised once closed
         with anyio.CancelScope(shield=True):
             try:
                 waiter = self._call(close)
@@ -541,8 +542,15 @@ class DeviceState:
     async def start(self) -> None:
         """Start the worker and set the device; cancellation-safe (closes again)."""
         waiter = current_delivery().new_waiter()
-        self.worker.start(waiter)
-        cancelled = await waiter.answered()  # (asyncio's own passes a shield)
+        try:
+            self.worker.start(waiter)  # (trio may raise Ctrl-C in a thread's start, too)
+            cancelled = await waiter.answered()  # (asyncio's own passes a shield)
+        except KeyboardInterrupt:  # Ctrl-C twice: the worker closes the device by itself
+            self.closed = True
+            self._closing.take()
+            with contextlib.suppress(anyio.BrokenResourceError):
+                self.worker.submit(Stop(Then(lambda: None).new_waiter(), self._stopped))
+            raise
         try:
             waiter.answer(cancelled)
         except BaseException:
@@ -569,11 +577,12 @@ class DeviceState:
         if (first := self._closing.take()) is not None:  # another close: wait for it
             await first.wait()
             stop = self._stop[0] if self._stop else None
-            if stop is not None and stop.delivery.gone():  # the first will never resume
-                try:
+            if stop is not None and (stop.abandoned or stop.delivery.gone()):  # the first
+                try:  # will never resume, or stopped waiting (Ctrl-C twice)
                     self._stop.remove(stop)  # one later closer reports what it left
                 except ValueError:
                     return
+                await _join(self.worker.thread)
                 left: list[BaseException] = []  # the releases' failures, or its death
                 if isinstance(stop.result, outcome.Error):
                     left.append(stop.result.error)
@@ -583,7 +592,8 @@ class DeviceState:
             return
         self.closed = True
         errors: list[BaseException] = []
-        cancelled: BaseException | None = None  # asyncio's own, raised once closed
+        cancelled: BaseException | None = None  # asyncio's own or Ctrl-C, raised once closed
+        released = True  # (False while a stop's answer is awaited: ``_stopped`` ends it)
         try:
             with anyio.CancelScope(shield=True):
                 worker = self.worker
@@ -592,7 +602,9 @@ class DeviceState:
                     self._stop.append(waiter)
                     try:
                         worker.submit(Stop(waiter, self._stopped))
+                        released = False
                         cancelled = await waiter.answered()
+                        released = True
                         errors.extend(waiter.answer())
                     except anyio.BrokenResourceError as exc:  # it died tearing down
                         errors.append(exc)
@@ -605,7 +617,8 @@ class DeviceState:
                 # for work still running) and ends by itself: nobody waits for it.
                 errors = self._left(errors)
         finally:
-            self._closing.end(keep=True)
+            if released:  # else a later close waits for the release, and reports it
+                self._closing.end(keep=True)
         await raise_closing(errors, cancelled, propagating)
 
     def _stopped(self) -> None:

@@ -94,7 +94,9 @@ class Run(Job):
 
 @dataclass(slots=True, eq=False)
 class Stop(Job):
-    waiter: Waiter
+    #: None once answered (``forget``): the worker keeps the job, which ``submit``
+    #: reads, and the waiter would keep the closing task's loop alive.
+    waiter: Waiter | None
     #: Called on the worker's thread once it answered the waiter (the device is
     #: released, or the worker died): other closers wait for this, not for the task
     #: that asked, whose loop may be closed before it resumes.
@@ -102,3 +104,7 @@ class Stop(Job):
 
     def run(self, worker: DeviceWorker) -> None:
         pass
+
+    def forget(self) -> None:
+        """Drop the waiter once answered: the worker keeps the job."""
+        self.waiter = None

@@ -157,14 +157,24 @@ class Waiter:
         came), for the caller to raise once its work is done. Only for a waiter the
         worker answers whatever happens (a call's, a stop's), never a point's, which an
         abandoned wait leaves.
+
+        A ``KeyboardInterrupt`` delivered into the wait (trio delivers Ctrl-C to a
+        parked task, shield or not) is held the same way and returned; a second one
+        goes on at once, the waiter abandoned (Ctrl-C twice: stop waiting).
         """
         cancelled: BaseException | None = None
+        interrupted = False
         while self.result is None:
             try:
                 with anyio.CancelScope(shield=True):
                     await self._park()
             except anyio.get_cancelled_exc_class() as exc:  # (only asyncio's own)
                 cancelled = cancelled or exc
+            except KeyboardInterrupt as exc:
+                if interrupted:
+                    self.abandoned = True
+                    raise
+                interrupted, cancelled = True, exc
         return cancelled
 
     def answer(self, cancelled: BaseException | None = None) -> Any:

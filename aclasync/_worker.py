@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DeviceWorker", "WorkerOptions"]
 
-_RECORD_API = "acl.rt.record_event"
-
 
 class DeviceWorker:
     """The thread that owns one device's context. The submission methods run on the
@@ -179,8 +177,10 @@ class DeviceWorker:
         self._current = None  # (it would hold the closing task, whose loop may be gone)
         watcher.resolve(waiter, outcome.Value(failures))
         watcher.flush()
-        if isinstance(stop, Stop) and stop.ended is not None:
-            stop.ended()
+        if isinstance(stop, Stop):
+            stop.forget()  # (the same)
+            if stop.ended is not None:
+                stop.ended()
 
     def _drain(self) -> Job | None:
         """Run the queued jobs in order; the stop job, if it came."""
@@ -251,8 +251,7 @@ class DeviceWorker:
             return None
         error = self.handles.error(ret, api or call_name(self.acl, fn), lane)
         if ret == STREAM_ABORT:
-            # A stopped stream refuses every later call: one report, after its cause
-            # (whether or not a sync has seen the stop since).
+            # A stopped stream refuses every later call: one report, after its cause.
             if lane.life is Life.REFUSED:
                 return error
             self._stopped(lane)
@@ -289,7 +288,8 @@ class DeviceWorker:
     def record_ready_now(self, lane: Lane, event: int, timing: bool, record: EventRecord) -> None:
         self.handles.hand_out(event, timing)  # from here on, the user's to give back
         seq = lane.next_seq()
-        record.ran(seq, self.launch_now(lane, self._rt.record_event, (event,), _RECORD_API))
+        api = "acl.rt.record_event"
+        record.ran(seq, self.launch_now(lane, self._rt.record_event, (event,), api))
 
     def close_stream(self, lane: Lane, *, force: bool, reported: bool) -> None:
         """Destroy a stream (see ``Watcher.close_stream``); unless *reported* (its closer

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import gc
 import random
+import sys
 import threading
 import traceback
 import warnings
@@ -216,6 +217,39 @@ def test_a_close_cut_short_by_its_loop_is_finished_by_the_next(rt: Any) -> None:
     _close_raises_the_kernels_failure(dev)
     assert live_objects(rt)["streams"] == 0
     assert len(aclasync_threads()) < before
+
+
+def test_a_close_finished_by_the_next_leaves_the_first_loop_to_be_collected(
+    rt: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker kept the first close's stop job (its submit refuses work after it),
+    # and with it its waiter, the closing task and the closed loop, for as long as the
+    # device was referenced.
+    dev, _, gate, loop_ref = _closed_with_a_wait_in_flight(rt, "close")
+    gate.open()
+    _close_raises_the_kernels_failure(dev)
+    _forget_anyio_tasks_of(loop_ref)
+    # The never-resumed close, collected, cannot exit its cancel scope outside its loop:
+    # pytest would keep that unraisable error, whose frames hold the loop.
+    monkeypatch.setattr(sys, "unraisablehook", lambda _: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Task was destroyed but it is pending"
+        gc.collect()
+    assert loop_ref() is None
+    assert dev.closed
+
+
+def _forget_anyio_tasks_of(loop_ref: weakref.ref[Any]) -> None:
+    """anyio (4.x) keeps the state of a task whose cancel scope never exited, here the
+    close its closed loop never resumed, for good: its map's values refer to their
+    keys. Drop that loop's entries, to see what aclasync itself keeps."""
+    from anyio._backends import _asyncio as anyio_asyncio
+
+    states = getattr(anyio_asyncio, "_task_states", {})
+    loop = loop_ref()
+    for task in [task for task in list(states.keys()) if task.get_loop() is loop]:
+        del states[task]
+    del loop
 
 
 def test_a_loop_closed_with_a_drain_due_drops_what_comes_next() -> None:
