@@ -198,11 +198,12 @@ class Device(AsyncResource, Generic[AclT]):
         handle raises the runtime's code as an ``AclError`` at the first operation; on
         CANN it is undefined behaviour. ``TypeError`` for anything but the three forms;
         ``ValueError`` for another device's ``Stream``, a negative handle or one of 2**64
-        or more; ``anyio.ClosedResourceError`` for a closed ``Stream``.
+        or more; ``anyio.ClosedResourceError`` for a closed ``Stream`` or device.
         """
         if isinstance(obj, Stream) and obj.device is not self:
             raise ValueError(f"{obj!r} belongs to {self._state.other(obj._state)}")
         handle = stream_handle(obj)
+        self._state.check_open()
         if handle == 0:
             return self._default_stream
         known = self._state.streams.get(handle)

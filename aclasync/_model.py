@@ -30,7 +30,7 @@ from ._buffers import DeviceBuffer, HostBuffer
 from ._errors import AclError, raise_closing, raise_for_status
 from ._event import Event, release_events
 from ._factory import AsyncResource, Creation
-from ._loop import failure, raise_if_cancelled, to_completion, unwrap
+from ._loop import current_delivery, failure, raise_if_cancelled, to_completion, unwrap
 from ._model_calls import Loaded, TensorInfo, datasets, execute_on, load, release
 from ._pyacl.codes import ErrorCode
 from ._stream import Stream
@@ -90,6 +90,8 @@ class Model(AsyncResource):
     def __init__(self, device: Device, loaded: Loaded, pool_size: int | None = None) -> None:
         self._device = device
         self._limit = None if pool_size is None else anyio.Semaphore(pool_size)
+        #: The loop that loaded it, whose library ``_limit`` is of (held weakly).
+        self._owner = current_delivery()
         self._pool_size = pool_size
         self._id = loaded.model_id
         self._inputs = loaded.inputs
@@ -158,12 +160,18 @@ class Model(AsyncResource):
         is reused once that work is done. A failure of a run nobody waited for is
         raised by ``aclose`` (or by the device's close, if that comes first). Raises
         ``anyio.ClosedResourceError`` once the model is closed (runs that hold a buffer
-        set finish first; runs still without one are refused).
+        set finish first; runs still without one are refused). With ``pool_size``, a
+        ``RuntimeError`` on another event loop than the one that loaded the model.
         """
         self._check_stream(stream)
         inputs = self._check_arrays(arrays)
         if self._limit is None:
             return await self._run(stream, inputs)
+        if current_delivery() is not self._owner:  # its waiters would wake another loop
+            raise RuntimeError(
+                f"{self!r} belongs to the event loop that loaded it (its pool_size "
+                "queue is that loop's): load one per loop"
+            )
         async with self._limit:
             return await self._run(stream, inputs)
 

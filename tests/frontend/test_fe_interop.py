@@ -642,3 +642,13 @@ async def test_a_dropped_wrapper_with_an_abandoned_wait_is_let_go_of_too(
         gate.open()
     assert owner.do(lambda: rt.rt.synchronize_stream(owner.stream)) == AICORE_EXCEPTION
     owner.finish()
+
+
+async def test_a_closed_device_wraps_nothing(rt: Any) -> None:
+    # wrap_stream(0) gave back the closed default stream, where every other handle
+    # (and wrap_event) was refused.
+    async with aclasync.open_device(0, backend=rt) as dev:
+        handle = (await dev.create_stream()).handle
+    for obj in (0, handle):
+        with pytest.raises(anyio.ClosedResourceError):
+            dev.wrap_stream(obj)

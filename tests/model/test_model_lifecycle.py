@@ -285,3 +285,26 @@ async def test_a_failing_look_at_an_abandoned_runs_set_does_not_spin(
         with pytest.raises(aclasync.AclError) as caught:  # the look's failure, once
             await model.aclose()
         assert caught.value.api == "acl.rt.stream_query"
+
+
+@pytest.mark.parametrize("later", ["asyncio", "trio"])
+def test_a_pooled_model_refuses_another_loop_clearly(rt: Any, model_path: str, later: str) -> None:
+    # Its pool_size queue is its loop's: on trio a bare "no running event loop" from
+    # anyio's internals, and from another thread's loop a run that waited for ever.
+    bias, x = np.ones(8, dtype=np.float32), np.zeros((4, 8), dtype=np.float32)
+    box: dict[str, Any] = {}
+
+    async def load() -> None:
+        dev = box["dev"] = await aclasync.open_device(0, backend=rt)
+        box["model"] = await dev.load_model(model_path, pool_size=1)
+        box["stream"] = await dev.create_stream()
+        await box["model"].run(box["stream"], x, bias)  # its own loop: fine
+
+    async def elsewhere() -> None:
+        with pytest.raises(RuntimeError, match="belongs to the event loop that loaded it"):
+            await box["model"].run(box["stream"], x, bias)
+        await box["model"].aclose()  # (a close from another loop is fine)
+        await box["dev"].aclose()
+
+    anyio.run(load, backend="asyncio")
+    anyio.run(elsewhere, backend=later)
