@@ -184,16 +184,29 @@ def _check_sync(acl: Any, device: int, flags: int, label: str) -> dict[str, Any]
         try:
             done = threading.Event()
             box: list[tuple[Any, float]] = []
+            raised: list[BaseException] = []
 
             def wait() -> None:
-                acl.rt.set_context(context)
-                ret = acl.rt.synchronize_stream(stream)
-                box.append((ret, time.perf_counter()))
-                done.set()
+                try:
+                    acl.rt.set_context(context)
+                    ret = acl.rt.synchronize_stream(stream)
+                    box.append((ret, time.perf_counter()))
+                except BaseException as exc:  # reported by the check, not by the thread
+                    raised.append(exc)
+                finally:
+                    done.set()
+
+            def returned_or_raised() -> None:
+                if raised:
+                    raise CheckFailed(
+                        f"acl.rt.synchronize_stream({label} stream) raised "
+                        f"{type(raised[0]).__name__}: {raised[0]}; pyACL returns a status"
+                    )
 
             with held_by_gate(acl, context, stream) as gate:
                 threading.Thread(target=wait, name="aclasync-check-sync", daemon=True).start()
                 if done.wait(support.BLOCKED_S):
+                    returned_or_raised()
                     raise CheckFailed(
                         f"synchronize_stream on a {label} stream returned {code_text(box[0][0])} "
                         "while the stream was held by a blocking callback: it must wait for "
@@ -206,6 +219,7 @@ def _check_sync(acl: Any, device: int, flags: int, label: str) -> dict[str, Any]
                         f"synchronize_stream on a {label} stream had not returned "
                         f"{support.PATIENCE_S:g} s after its work finished"
                     )
+                returned_or_raised()
             ret, returned = box[0]
             ok(ret, f"acl.rt.synchronize_stream({label} stream)")
         finally:

@@ -178,6 +178,26 @@ def test_default_sync_fails_when_synchronize_does_not_wait(strict: Any) -> None:
 
 
 @pytest.mark.usefixtures("impatient")
+def test_a_sync_that_raises_fails_the_check_at_once_naming_the_exception(
+    strict: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It raised on the check's waiting thread: that thread died with a traceback on
+    # stderr and the check waited out its patience for a return that never came.
+    def raising(stream: int) -> int:
+        raise RuntimeError("EE1001: internal error")
+
+    thread_errors: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", thread_errors.append)
+    acl = Faulty(strict, rt_synchronize_stream=raising)
+    _fails(
+        acl,
+        "default-sync",
+        "acl.rt.synchronize_stream(default-mode stream) raised RuntimeError: EE1001",
+    )
+    assert thread_errors == []
+
+
+@pytest.mark.usefixtures("impatient")
 def test_fast_sync_fails_when_a_fast_sync_wait_never_returns(strict: Any) -> None:
     fast: set[int] = set()
     stuck = threading.Event()
