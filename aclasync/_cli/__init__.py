@@ -7,7 +7,7 @@
 Exit statuses: 0 done, 1 failed (including a command this machine cannot run: a
 ``--loop`` or ``--plot`` whose package is missing, a simulator-only option on
 ``ACLASYNC_BACKEND=native``; found before any work starts; ``doctor`` also when a
-check fails), 2 usage error (the
+check or a runtime query fails), 2 usage error (the
 subcommand's usage and one ``error:`` line), 130 interrupted (Ctrl-C: ``aclasync:
 interrupted`` on stderr, every device closed and every aclasync thread joined), 141
 standard output closed by its reader (``aclasync info --json | head -3``; nothing is

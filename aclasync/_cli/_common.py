@@ -73,25 +73,30 @@ def pyacl_call(acl: Any, name: str, *args: Any, size: int = 2) -> Any:
     Raises
     ------
     CliError
-        Saying so, if the call is missing or its result is not shaped as pyACL's: a
-        module that is not pyACL is one error line, not a traceback.
+        Saying so, if the call is missing, raises (chained to what it raised) or
+        returns a result not shaped as pyACL's: a module that is not pyACL is one
+        error line naming the call, not a traceback.
     """
     target = acl
     for part in name.split("."):
         target = getattr(target, part, None)
     if not callable(target):
         raise CliError(f"the acl module has no acl.{name}: is it pyACL?")
-    result = target(*args)
+    call = f"acl.{name}({', '.join(repr(arg) for arg in args)})"
+    try:
+        result = target(*args)
+    except Exception as exc:  # pyACL answers with a status: say which call raised instead
+        raise CliError(f"{call} raised {type(exc).__name__}: {exc}") from exc
     if size == 1 and not isinstance(result, int):
         raise CliError(
-            f"acl.{name}() returned {result!r}, not the int status that pyACL returns: "
+            f"{call} returned {result!r}, not the int status that pyACL returns: "
             "is the acl module pyACL?"
         )
     if size > 1 and not (
         isinstance(result, tuple) and len(result) == size and isinstance(result[-1], int)
     ):
         raise CliError(
-            f"acl.{name}() returned {result!r}, not the {size}-tuple ending in a status "
+            f"{call} returned {result!r}, not the {size}-tuple ending in a status "
             "that pyACL returns: is the acl module pyACL?"
         )
     return result

@@ -3,15 +3,18 @@
 One command for a user on an Ascend host, whose output goes with a bug report:
 
 - the backend and why that one, and whether its ``acl`` is aclasync's simulator;
-- what the runtime reports: ACL version (``acl.get_version``), SoC, devices and their
-  memory, run mode, and the stream and event limits it lets the process reach
-  (``_conformance.probe_limits``);
+- what the runtime reports: ``acl.init``'s status, ACL version (``acl.get_version``),
+  SoC, devices and their memory, run mode, and the stream and event limits it lets the
+  process reach (``_conformance.probe_limits``); a query that fails, raises or answers
+  in another shape than pyACL's is a failure naming the call and what it gave, and
+  the rest of the report goes on;
 - the conformance checks (``_conformance``, the same ones ``tests/conformance`` runs),
   each ``PASS``, ``FAIL`` naming the difference, or ``SKIP`` with the reason;
 - a short sync-modes measurement: default against FAST_SYNC streams, at the raw level
   and through aclasync, with the pyACL-only workload where there is no simulator.
 
-Exit status 0 when no check failed, 1 otherwise.
+Exit status 0 when no check and no runtime query failed, 1 otherwise. The text is
+``_doctor_text``'s.
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from .._backend import is_aclasync_simulator, resolve_backend
-from .._conformance import FAIL, PASS, SKIP, probe_limits, run_checks
-from .._pyacl.codes import code_name
+from .._conformance import CHECKS, FAIL, PASS, SKIP, probe_limits, run_check
+from .._pyacl.codes import ErrorCode, code_name
 from .._pyacl.constants import MemAttr, RunMode
 from .._version import __version__
 from ._common import CliError, pyacl_call, write_text
+from ._doctor_text import RUNTIME_FAILURES, format_report
 from ._info import choose_backend
 
 __all__ = ["collect_report", "format_report", "run_doctor"]
@@ -47,29 +51,39 @@ def run_doctor(
     """Examine the runtime, print the report to *out* (and JSON to *json_path*).
 
     Blocks for a few seconds (the limit probe creates every stream and event the device
-    allows; the checks and the measurement take about a second each).
+    allows; the checks and the measurement take about a second each). The report is
+    printed before the JSON is written: a write that fails (a full disk) loses nothing
+    but the file, and is one error after the report.
 
     Returns
     -------
     int
-        0 when no check failed, 1 otherwise.
+        0 when no check and no runtime query failed, 1 otherwise.
     """
     report = collect_report(requested, device, progress)
-    if json_path is not None:
-        where = write_text(json_path, json.dumps(report, indent=2) + "\n")
-        progress(f"doctor: wrote the report to {where}")
     print(format_report(report), file=out, flush=True)
-    return 1 if report["summary"][FAIL] else 0
+    if json_path is not None:
+        # default=repr: a value a runtime gave that JSON cannot hold goes as its repr.
+        where = write_text(json_path, json.dumps(report, indent=2, default=repr) + "\n")
+        progress(f"doctor: wrote the report to {where}")
+    summary = report["summary"]
+    return 1 if summary[FAIL] or summary[RUNTIME_FAILURES] else 0
 
 
 def collect_report(
     requested: str | None, device: int, progress: Callable[[str], None]
 ) -> dict[str, Any]:
-    """Everything ``doctor`` reports, as a JSON-ready dict (see the module docstring)."""
+    """Everything ``doctor`` reports, as a JSON-ready dict (see the module docstring).
+
+    A runtime query that fails, raises or answers in another shape than pyACL's does
+    not end the report: it is one entry of ``failures`` (``item`` and ``message``,
+    naming the call and what it gave), and what needs its answer is skipped.
+    """
     name, reason = choose_backend(requested)
     acl, _ = resolve_backend(name)
     simulator = is_aclasync_simulator(acl)
     origin = getattr(acl, "__file__", None)
+    failures: list[dict[str, str]] = []
     report: dict[str, Any] = {
         "aclasync": __version__,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -82,31 +96,90 @@ def collect_report(
             "simulator_strict": _strict(acl) if simulator else None,
         },
         "device": device,
+        "failures": failures,
     }
-    initialised = pyacl_call(acl, "init", size=1) == 0
+    asker = _Asker(acl, failures)
+    report["init"], initialised = _init(asker)
     try:
         progress("doctor: asking the runtime what it has")
-        report["runtime"] = _runtime(acl)
+        report["runtime"] = _runtime(asker)
         count = report["runtime"]["device_count"]
-        if count is None:
-            failed = report["runtime"]["device_count_error"]
-            raise CliError(f"acl.rt.get_device_count failed with {failed}: no device to check")
-        if not 0 <= device < count:
+        if count is not None and not 0 <= device < count:
             raise ValueError(f"--device {device}: the runtime has {count} device(s)")
-        progress(f"doctor: creating streams and events on device {device} until refused")
-        report["limits"] = probe_limits(acl, device)
-        progress(f"doctor: conformance checks on device {device}")
-        checks = run_checks(acl, device)
-        report["checks"] = [result.as_dict() for result in checks]
-        progress("doctor: sync modes, default against FAST_SYNC (asyncio)")
-        fast = next(r for r in checks if r.name == "fast-sync")
-        report["sync_modes"] = _sync_modes(name, device, skip=fast.verdict != PASS)
+        if count is None:
+            why = "the runtime gave no device count (acl.rt.get_device_count)"
+            report["limits"] = {"skipped": why}
+            report["checks"] = []
+            report["sync_modes"] = {"skipped": why}
+        else:
+            progress(f"doctor: creating streams and events on device {device} until refused")
+            report["limits"] = probe_limits(acl, device)
+            failures.extend(_limit_failures(report["limits"]))
+            progress(f"doctor: conformance checks on device {device}")
+            checks = [run_check(check, acl, device) for check in CHECKS]
+            report["checks"] = [result.as_dict() for result in checks]
+            progress("doctor: sync modes, default against FAST_SYNC (asyncio)")
+            fast = next(r for r in checks if r.name == "fast-sync")
+            report["sync_modes"] = _sync_modes(name, device, skip=fast.verdict != PASS)
     finally:
         if initialised:
-            pyacl_call(acl, "finalize", size=1)
+            asker.status("finalize", "finalize")
     verdicts = [check["verdict"] for check in report["checks"]]
     report["summary"] = {verdict: verdicts.count(verdict) for verdict in (PASS, FAIL, SKIP)}
+    report["summary"][RUNTIME_FAILURES] = len(failures)
     return report
+
+
+class _Asker:
+    """Asks the runtime (``pyacl_call``); a call that is missing, raises or answers in
+    another shape is recorded in *failures* under its item and gives ``None``."""
+
+    def __init__(self, acl: Any, failures: list[dict[str, str]]) -> None:
+        self.acl = acl
+        self.failures = failures
+
+    def fail(self, item: str, message: str) -> None:
+        self.failures.append({"item": item, "message": message})
+
+    def ask(self, item: str, name: str, *args: Any, size: int = 2) -> Any:
+        try:
+            return pyacl_call(self.acl, name, *args, size=size)
+        except CliError as exc:
+            self.fail(item, str(exc))
+            return None
+
+    def status(self, item: str, name: str, *args: Any, fine: tuple[int, ...] = ()) -> int | None:
+        """The status of a call answered with a bare one; a failure unless 0 or *fine*."""
+        ret: int | None = self.ask(item, name, *args, size=1)
+        if ret is not None and ret != 0 and ret not in fine:
+            self.fail(item, f"{_call(name, args)} gave {ret} ({code_name(ret)})")
+        return ret
+
+    def values(self, item: str, name: str, *args: Any, size: int = 2) -> tuple[Any, ...] | None:
+        """The values of a call answered with ``(values, ..., ret)``, or ``None`` (a
+        failure) if it failed."""
+        result = self.ask(item, name, *args, size=size)
+        if result is None:
+            return None
+        if result[-1] != 0:
+            ret = result[-1]
+            self.fail(item, f"{_call(name, args)} gave {ret} ({code_name(ret)})")
+            return None
+        return tuple(result[:-1])
+
+
+def _call(name: str, args: tuple[Any, ...]) -> str:
+    return f"acl.{name}({', '.join(repr(arg) for arg in args)})"
+
+
+def _init(asker: _Asker) -> tuple[dict[str, Any], bool]:
+    """``acl.init()``: its status for the report, and whether ``finalize`` is ours to call.
+
+    100002 (initialised already, by someone else) is fine, and that init is not ours.
+    """
+    ret = asker.status("init", "init", fine=(int(ErrorCode.ACL_ERROR_REPEAT_INITIALIZE),))
+    status = {"status": ret, "name": None if ret is None else code_name(ret)}
+    return status, ret == 0
 
 
 def _strict(acl: Any) -> bool:
@@ -115,35 +188,72 @@ def _strict(acl: Any) -> bool:
     return isinstance(acl, StrictAcl)
 
 
-def _runtime(acl: Any) -> dict[str, Any]:
+def _runtime(asker: _Asker) -> dict[str, Any]:
     """Version, SoC, devices, memory and run mode, each as the runtime reports it."""
-    info: dict[str, Any] = {}
-    *version, ret = pyacl_call(acl, "get_version", size=4)
-    info["acl_version"] = ".".join(str(n) for n in version) if ret == 0 else None
-    info["soc"] = pyacl_call(acl, "get_soc_name", size=0)
-    count, ret = pyacl_call(acl, "rt.get_device_count")
-    info["device_count"] = int(count) if ret == 0 else None
-    if ret:
-        info["device_count_error"] = f"{ret} ({code_name(ret)})"
-    memory = []
-    for device in range(info["device_count"] or 0):
-        if acl.rt.set_device(device):
-            memory.append({"device": device, "error": "set_device failed"})
-            continue
-        try:
-            if device == 0:
-                mode, ret = pyacl_call(acl, "rt.get_run_mode")
-                info["run_mode"] = _run_mode(mode) if ret == 0 else f"error {ret}"
-            free, total, ret = pyacl_call(acl, "rt.get_mem_info", int(MemAttr.HBM_MEM), size=3)
-            memory.append(
-                {"device": device, "free": free, "total": total}
-                if ret == 0
-                else {"device": device, "error": f"{ret} ({code_name(ret)})"}
+    info: dict[str, Any] = {"acl_version": None, "soc": None, "device_count": None}
+    version = asker.values("version", "get_version", size=4)
+    if version is not None:
+        info["acl_version"] = ".".join(str(n) for n in version)
+    soc = asker.ask("soc", "get_soc_name", size=0)
+    if soc is None or isinstance(soc, str):
+        info["soc"] = soc
+    else:
+        asker.fail("soc", f"acl.get_soc_name() returned {soc!r}, not the str pyACL returns")
+    counted = asker.values("device_count", "rt.get_device_count")
+    if counted is not None:
+        if isinstance(counted[0], int) and counted[0] >= 0:
+            info["device_count"] = counted[0]
+        else:
+            asker.fail(
+                "device_count",
+                f"acl.rt.get_device_count() returned ({counted[0]!r}, 0): no count of devices",
             )
-        finally:
-            acl.rt.reset_device(device)
-    info["memory"] = memory
+    info["memory"] = [
+        _device_memory(asker, device, info) for device in range(info["device_count"] or 0)
+    ]
     return info
+
+
+def _device_memory(asker: _Asker, device: int, info: dict[str, Any]) -> dict[str, Any]:
+    """Set *device*, read its memory (and on device 0 the run mode), reset it."""
+    item = f"memory (device {device})"
+    ret = asker.status(item, "rt.set_device", device)
+    if ret != 0:
+        return {"device": device, "error": f"acl.rt.set_device({device}) failed"}
+    try:
+        if device == 0:
+            mode = asker.values("run_mode", "rt.get_run_mode")
+            if mode is not None and isinstance(mode[0], int):
+                info["run_mode"] = _run_mode(mode[0])
+            elif mode is not None:
+                asker.fail(
+                    "run_mode", f"acl.rt.get_run_mode() returned ({mode[0]!r}, 0): no run mode"
+                )
+        memory = asker.values(item, "rt.get_mem_info", int(MemAttr.HBM_MEM), size=3)
+        if memory is None:
+            return {"device": device, "error": "acl.rt.get_mem_info failed"}
+        free, total = memory
+        if not all(isinstance(n, int) and n >= 0 for n in (free, total)):
+            asker.fail(
+                item,
+                f"acl.rt.get_mem_info(ACL_HBM_MEM) on device {device} returned "
+                f"({free!r}, {total!r}, 0): free and total are not byte counts",
+            )
+            return {"device": device, "error": "acl.rt.get_mem_info gave no byte counts"}
+        return {"device": device, "free": free, "total": total}
+    finally:
+        asker.ask(item, "rt.reset_device", device, size=1)
+
+
+def _limit_failures(limits: dict[str, Any]) -> list[dict[str, str]]:
+    """The limit probe's failures (a call missing, raising or of another shape)."""
+    found = [{"item": "limits", "message": limits["error"]}] if "error" in limits else []
+    for kind in ("streams", "events"):
+        probe = limits.get(kind, {})
+        for key in ("available_error", "error"):
+            if key in probe:
+                found.append({"item": f"limits ({kind})", "message": probe[key]})
+    return found
 
 
 def _run_mode(mode: int) -> str:
@@ -192,118 +302,6 @@ def _sync_modes(backend: str, device: int, *, skip: bool) -> dict[str, Any]:
                 }
             )
     return {"loop": "asyncio", "samples": _SYNC_COUNTS, "workload": workload, "rows": picked}
-
-
-def format_report(report: dict[str, Any]) -> str:
-    """Render ``collect_report``'s dict as text."""
-    backend, runtime = report["backend"], report.get("runtime", {})
-    lines = [
-        f"aclasync doctor {report['aclasync']} ({report['python']}, {report['platform']})",
-        f"backend   {backend['name']} ({backend['reason']})",
-    ]
-    if backend["acl_is_simulator"]:
-        strict = ", strict: pyACL's surface only" if backend["simulator_strict"] else ""
-        where = backend["acl_module"] or "built in"
-        lines.append(f"acl       aclasync's simulator{strict} ({where})")
-    else:
-        lines.append(f"acl       CANN's pyACL ({backend['acl_module'] or 'built in'})")
-    lines.append(f"ACL       {runtime.get('acl_version')} (acl.get_version)")
-    lines.append(f"SoC       {runtime.get('soc')}")
-    lines.append(
-        f"devices   {runtime.get('device_count')}; run mode {runtime.get('run_mode', '?')}"
-    )
-    groups: dict[str, list[int]] = {}  # devices that report alike share a line
-    for entry in runtime.get("memory", []):
-        if "error" in entry:
-            said = entry["error"]
-        else:
-            said = f"{_gib(entry['total'])} total, {_gib(entry['free'])} free"
-        groups.setdefault(said, []).append(entry["device"])
-    for said, devices in groups.items():
-        which = f"device {devices[0]}" if len(devices) == 1 else f"devices {_ranges(devices)}"
-        lines.append(f"memory    {which}: {said}{' each' if len(devices) > 1 else ''}")
-    lines.extend(_limit_lines(report.get("limits", {}), report["device"]))
-    lines.append(f"checks    on device {report['device']}")
-    width = max(len(check["name"]) for check in report.get("checks", [{"name": ""}]))
-    for check in report.get("checks", []):
-        lines.append(f"  {check['verdict']:<4}  {check['name']:<{width}}  {check['message']}")
-    lines.extend(_sync_lines(report.get("sync_modes", {})))
-    summary = report["summary"]
-    lines.append(
-        f"verdict   {summary[PASS]} passed, {summary[FAIL]} failed, {summary[SKIP]} skipped"
-        + ("" if not summary[FAIL] else ": this runtime differs from what aclasync relies on")
-    )
-    lines.append(
-        "report    `aclasync doctor --json report.json` writes all of it; attach that file "
-        "to a bug report"
-    )
-    return "\n".join(lines)
-
-
-def _limit_lines(limits: dict[str, Any], device: int) -> list[str]:
-    if "error" in limits:
-        return [f"limits    {limits['error']}"]
-    lines = []
-    for kind in ("streams", "events"):
-        probe = limits.get(kind)
-        if probe is None:
-            continue
-        end = (
-            f"then refused with {probe['refused_with']} ({probe['refused_with_name']})"
-            if probe["refused_with"] is not None
-            else f"stopped at the probe's cap ({probe['cap']})"
-        )
-        left = "?" if probe["available"] is None else probe["available"]
-        lines.append(
-            f"limits    {kind} on device {device}: {left} left by the runtime's count, "
-            f"{probe['created']} created, {end}"
-        )
-    return lines
-
-
-def _sync_lines(sync: dict[str, Any]) -> list[str]:
-    if "skipped" in sync:
-        return [f"sync      not measured: {sync['skipped']}"]
-    if "error" in sync:
-        return [f"sync      could not be measured: {sync['error']}"]
-    from ._workload import describe_line
-
-    lines = [
-        "sync      default vs FAST_SYNC streams on asyncio, latency p50 in us (see `aclasync "
-        "bench sync-modes`):",
-        f"  {'level':<9} {'work us':>7} {'ran us':>7} {'default':>8} {'FAST_SYNC':>9} "
-        f"{'FAST/dflt':>9} {'CPU FAST/dflt':>13}",
-    ]
-    for row in sync["rows"]:
-        lines.append(
-            f"  {row['level']:<9} {row['work_us']:>7} {row['ran_us']:>7.0f} "
-            f"{row['default_p50_us']:>8.1f} {row['fast_sync_p50_us']:>9.1f} "
-            f"{_ratio(row['fast_vs_default']):>9} {_ratio(row['cpu_fast_vs_default']):>13}"
-        )
-    lines.append(f"  {describe_line(sync['workload'])}")
-    lines.append(
-        "  (a few samples: for figures to compare, `aclasync bench sync-modes` on this host)"
-    )
-    return lines
-
-
-def _ranges(numbers: list[int]) -> str:
-    """``0-3, 5`` for [0, 1, 2, 3, 5]."""
-    spans: list[list[int]] = []
-    for number in numbers:
-        if spans and number == spans[-1][1] + 1:
-            spans[-1][1] = number
-        else:
-            spans.append([number, number])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _gib(nbytes: int) -> str:
-    return f"{nbytes / 2**30:.1f} GiB"
 
 
 def stderr(line: str) -> None:

@@ -13,7 +13,8 @@ from .._backend import (
     native_acl,
     resolve_backend,
 )
-from .._errors import BackendUnavailableError, raise_for_status
+from .._errors import AclError, BackendUnavailableError, raise_for_status
+from .._pyacl.codes import ErrorCode, code_name
 from .._pyacl.constants import RunMode
 from .._version import __version__
 from ._common import CliError, pyacl_call
@@ -48,25 +49,36 @@ def collect_info(requested: str | None) -> dict[str, Any]:
 
     Blocks for as long as the runtime's queries take (instantly on the simulator).
 
+    ``init`` is ``acl.init()``'s status: 0, or 100002 (initialised already) when the
+    runtime is usable; ``run_info`` fails on any other, after the report.
+
     Raises
     ------
     aclasync.BackendUnavailableError
         If the native backend was asked for and ``import acl`` fails.
     aclasync.AclError
         If a runtime query returns a non-zero status.
+    CliError
+        If a query is missing, raises or answers otherwise than pyACL does (naming the
+        call and what it gave), or fails after ``acl.init()`` did (naming both).
     """
     name, reason = choose_backend(requested)
     acl, _ = resolve_backend(name)
-    initialised = pyacl_call(acl, "init", size=1) == 0
+    init = pyacl_call(acl, "init", size=1)
     try:
-        count, ret = pyacl_call(acl, "rt.get_device_count")
-        raise_for_status(ret, "acl.rt.get_device_count")
-        mode, ret = pyacl_call(acl, "rt.get_run_mode")
-        raise_for_status(ret, "acl.rt.get_run_mode")
-        soc = pyacl_call(acl, "get_soc_name", size=0)
+        try:
+            count = _int_value(pyacl_call(acl, "rt.get_device_count"), "acl.rt.get_device_count")
+            mode = _int_value(pyacl_call(acl, "rt.get_run_mode"), "acl.rt.get_run_mode")
+            soc = pyacl_call(acl, "get_soc_name", size=0)
+            if not (soc is None or isinstance(soc, str)):
+                raise CliError(f"acl.get_soc_name() returned {soc!r}, not the str pyACL returns")
+        except (CliError, AclError) as exc:
+            if _init_failed(init):  # the cause, most likely: name it first
+                raise CliError(f"{_init_failure(init)}; then {exc}") from exc
+            raise
     finally:
         # Only undo our own init: a runtime someone else initialised stays initialised.
-        if initialised:
+        if init == 0:
             pyacl_call(acl, "finalize", size=1)
     try:
         mode_name = RunMode(mode).name
@@ -76,10 +88,11 @@ def collect_info(requested: str | None) -> dict[str, Any]:
         "version": __version__,
         "backend": name,
         "backend_reason": reason,
-        "device_count": int(count),
+        "init": {"status": init, "name": code_name(init)},
+        "device_count": count,
         "soc_name": soc,
         "run_mode": mode_name,
-        "run_mode_code": int(mode),
+        "run_mode_code": mode,
         "acl_module": None,
         "acl_is_simulator": is_aclasync_simulator(acl),
         "simulator_strict": None,
@@ -105,6 +118,7 @@ def format_info(info: dict[str, Any]) -> str:
         ("aclasync", info["version"]),
         ("backend", f"{info['backend']} ({info['backend_reason']})"),
         ("acl", _describe_acl(info)),
+        ("init", f"acl.init() gave {info['init']['status']} ({info['init']['name']})"),
         ("devices", str(info["device_count"])),
         ("SoC", str(info["soc_name"])),
         ("run mode", f"{info['run_mode']} ({info['run_mode_code']})"),
@@ -138,4 +152,25 @@ def run_info(backend: str | None, as_json: bool) -> int:
     """
     info = collect_info(backend)
     print(json.dumps(info, indent=2) if as_json else format_info(info), flush=True)
+    status = info["init"]["status"]
+    if _init_failed(status):
+        raise CliError(_init_failure(status))
     return 0
+
+
+def _init_failed(status: int) -> bool:
+    return status not in (0, int(ErrorCode.ACL_ERROR_REPEAT_INITIALIZE))
+
+
+def _init_failure(status: int) -> str:
+    return f"acl.init() gave {status} ({code_name(status)}): the runtime did not initialise"
+
+
+def _int_value(result: tuple[Any, int], call: str) -> int:
+    """The value of a ``(value, ret)`` answer: ``AclError`` on a failing ``ret``,
+    ``CliError`` naming *call* if the value is no int."""
+    value, ret = result
+    raise_for_status(ret, call)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CliError(f"{call}() returned {result!r}: {value!r} is not the int pyACL gives")
+    return value

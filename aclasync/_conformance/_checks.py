@@ -88,7 +88,7 @@ def check_return_shapes(acl: Any, device: int) -> dict[str, Any]:
             "(free, total, ret)",
         )
         ok(ret, "acl.rt.get_mem_info(ACL_HBM_MEM)")
-        if not 0 < free <= total:
+        if not (isinstance(free, int) and isinstance(total, int) and 0 < free <= total):
             raise CheckFailed(f"acl.rt.get_mem_info gave free={free}, total={total}")
         stream, ret = values(acl.rt.create_stream(), "acl.rt.create_stream()", "(stream, ret)")
         ok(ret, "acl.rt.create_stream()")

@@ -47,7 +47,13 @@ def test_doctor_reports_the_runtime_its_checks_and_the_sync_modes(
     assert report["runtime"]["device_count"] == aclasync.sim.acl.rt.get_device_count()[0]
     assert report["limits"]["streams"]["refused_with"] == 207005
     assert [c["name"] for c in report["checks"]] == [c.name for c in CHECKS]
-    assert report["summary"] == {"PASS": len(CHECKS), "FAIL": 0, "SKIP": 0}
+    assert report["summary"] == {
+        "PASS": len(CHECKS),
+        "FAIL": 0,
+        "SKIP": 0,
+        "runtime_failures": 0,
+    }
+    assert report["failures"] == []
     levels = {row["level"] for row in report["sync_modes"]["rows"]}
     assert levels == {"raw", "aclasync"}
     assert all(row["default_p50_us"] > 0 for row in report["sync_modes"]["rows"])
@@ -89,3 +95,16 @@ def test_a_device_the_runtime_lacks_is_one_error(capsys: pytest.CaptureFixture[s
     assert main(["doctor", "--backend", "sim", "--device", "99"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "aclasync: error: --device 99: the runtime has 8 device(s)"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")
+def test_a_report_that_cannot_be_written_is_printed_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The JSON was written before the text was printed: a full disk lost the whole run.
+    assert main(["doctor", "--backend", "sim", "--json", "/dev/full"]) == 1
+    captured = capsys.readouterr()
+    assert f"verdict   {len(CHECKS)} passed, 0 failed, 0 skipped" in captured.out
+    assert captured.err.splitlines()[-1] == (
+        "aclasync: error: cannot write /dev/full: No space left on device"
+    )
