@@ -342,3 +342,38 @@ def test_the_clean_up_limit_still_removes_the_model_s_directory(tmp_path: Path) 
     assert done.returncode == 130, done.stderr
     assert done.stderr.splitlines()[-1] == "aclasync: interrupted (clean-up timed out)"
     assert list(tmp_path.iterdir()) == []
+
+
+#: ``doctor`` with a Ctrl-C that arrives inside the simulator's ``set_device``, once
+#: the device's scheduler thread has started (where a real one lands when sent as the
+#: doctor starts on the device: the main thread is in ``Thread.start()``).
+_INTERRUPTED_DOCTOR = r"""
+import os, signal, sys
+from aclasync.sim import _engine
+from aclasync._cli import main
+
+start = _engine.Engine.start
+
+def start_then_interrupt(self):
+    start(self)
+    _engine.Engine.start = start
+    os.kill(os.getpid(), signal.SIGINT)
+
+_engine.Engine.start = start_then_interrupt
+sys.exit(main(["doctor", "--backend", "sim"]))
+"""
+
+
+def test_ctrl_c_inside_the_doctor_s_set_device_closes_the_device() -> None:
+    # Python's handler raised inside set_device: the device stayed set, its thread
+    # running, and the exit waited for it ("thread 'aclasync-sim-dev0' is still running").
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_DOCTOR],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=EXIT_TIMEOUT_S,
+        check=False,
+    )
+    assert_interrupted(done.returncode, done.stderr)
+    assert done.stdout == ""  # no report for an interrupted run

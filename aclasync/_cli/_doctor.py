@@ -33,6 +33,7 @@ from .._version import __version__
 from ._common import CliError, pyacl_call, write_text
 from ._doctor_text import RUNTIME_FAILURES, format_report
 from ._info import choose_backend
+from ._loops import deferred_interrupts
 
 __all__ = ["collect_report", "format_report", "run_doctor"]
 
@@ -60,7 +61,8 @@ def run_doctor(
     int
         0 when no check and no runtime query failed, 1 otherwise.
     """
-    report = collect_report(requested, device, progress)
+    with deferred_interrupts() as checkpoint:
+        report = collect_report(requested, device, progress, checkpoint)
     print(format_report(report), file=out, flush=True)
     if json_path is not None:
         # default=repr: a value a runtime gave that JSON cannot hold goes as its repr.
@@ -71,9 +73,16 @@ def run_doctor(
 
 
 def collect_report(
-    requested: str | None, device: int, progress: Callable[[str], None]
+    requested: str | None,
+    device: int,
+    progress: Callable[[str], None],
+    checkpoint: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Everything ``doctor`` reports, as a JSON-ready dict (see the module docstring).
+
+    *checkpoint* is called between steps, each of which leaves every device it set as
+    it found it: ``run_doctor`` passes ``deferred_interrupts``'s, so that Ctrl-C ends
+    the report there (``KeyboardInterrupt``) and not inside a ``set_device``.
 
     A runtime query that fails, raises or answers in another shape than pyACL's does
     not end the report: it is one entry of ``failures`` (``item`` and ``message``,
@@ -101,8 +110,9 @@ def collect_report(
     asker = _Asker(acl, failures)
     report["init"], initialised = _init(asker)
     try:
+        checkpoint()
         progress("doctor: asking the runtime what it has")
-        report["runtime"] = _runtime(asker)
+        report["runtime"] = _runtime(asker, checkpoint)
         count = report["runtime"]["device_count"]
         if count is not None and not 0 <= device < count:
             raise ValueError(f"--device {device}: the runtime has {count} device(s)")
@@ -112,12 +122,17 @@ def collect_report(
             report["checks"] = []
             report["sync_modes"] = {"skipped": why}
         else:
+            checkpoint()
             progress(f"doctor: creating streams and events on device {device} until refused")
             report["limits"] = probe_limits(acl, device)
             failures.extend(_limit_failures(report["limits"]))
             progress(f"doctor: conformance checks on device {device}")
-            checks = [run_check(check, acl, device) for check in CHECKS]
+            checks = []
+            for check in CHECKS:
+                checkpoint()
+                checks.append(run_check(check, acl, device))
             report["checks"] = [result.as_dict() for result in checks]
+            checkpoint()
             progress("doctor: sync modes, default against FAST_SYNC (asyncio)")
             fast = next(r for r in checks if r.name == "fast-sync")
             report["sync_modes"] = _sync_modes(name, device, skip=fast.verdict != PASS)
@@ -188,7 +203,7 @@ def _strict(acl: Any) -> bool:
     return isinstance(acl, StrictAcl)
 
 
-def _runtime(asker: _Asker) -> dict[str, Any]:
+def _runtime(asker: _Asker, checkpoint: Callable[[], None]) -> dict[str, Any]:
     """Version, SoC, devices, memory and run mode, each as the runtime reports it."""
     info: dict[str, Any] = {"acl_version": None, "soc": None, "device_count": None}
     version = asker.values("version", "get_version", size=4)
@@ -208,9 +223,10 @@ def _runtime(asker: _Asker) -> dict[str, Any]:
                 "device_count",
                 f"acl.rt.get_device_count() returned ({counted[0]!r}, 0): no count of devices",
             )
-    info["memory"] = [
-        _device_memory(asker, device, info) for device in range(info["device_count"] or 0)
-    ]
+    info["memory"] = []
+    for device in range(info["device_count"] or 0):
+        checkpoint()
+        info["memory"].append(_device_memory(asker, device, info))
     return info
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "LOOPS",
     "LOOP_CHOICES",
     "arm_watchdog",
+    "deferred_interrupts",
     "disarm_watchdog",
     "exit_now",
     "loop_unavailable",
@@ -161,6 +162,45 @@ async def _interruptible(fn: Callable[..., Awaitable[_T]], args: tuple[Any, ...]
     if not result:  # cancelled from outside (not by us): unwound like an interrupt
         raise KeyboardInterrupt
     return result[0]
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[Callable[[], None]]:
+    """Hold Ctrl-C until the body's next checkpoint, for plain synchronous runtime work.
+
+    Python's own handler raises ``KeyboardInterrupt`` wherever the main thread is,
+    inside a runtime's ``set_device`` too, leaving a device half set up and its threads
+    running. Within the block the first SIGINT is only noted (and arms the watchdog);
+    the checkpoint yielded raises ``KeyboardInterrupt`` once it came, where the work
+    can unwind (so call it between steps that each release what they acquired). A
+    second SIGINT ends the process at once. ``run_on_loop`` inside the block takes
+    SIGINT over while its loop runs. Elsewhere than on the main thread with Python's
+    own handler in place, nothing changes and the checkpoint does nothing.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield lambda: None
+        return
+    pressed = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if pressed.is_set():
+            exit_now(why="interrupted twice")
+        pressed.set()
+        arm_watchdog()
+
+    def checkpoint() -> None:
+        if pressed.is_set():
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield checkpoint
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    checkpoint()  # a Ctrl-C during the last step
 
 
 @contextlib.contextmanager
