@@ -159,6 +159,24 @@ def test_bench_json_dash_writes_only_json_to_stdout(capsys: pytest.CaptureFixtur
     assert not Path("-").exists()
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")
+def test_a_bench_json_that_cannot_be_written_keeps_the_table_and_the_plot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The JSON was written before the table was printed: a write failing at the end
+    # lost every result of the run (and the plot was never drawn).
+    pytest.importorskip("matplotlib")
+    chart = tmp_path / "chart.png"
+    argv = ["bench", "launch", "--quick", "--loop", "asyncio", "--scale", "0.02"]
+    assert main([*argv, "--json", "/dev/full", "--plot", str(chart)]) == 1
+    captured = capsys.readouterr()
+    assert "== launch" in captured.out
+    assert chart.stat().st_size > 0
+    assert captured.err.splitlines()[-1] == (
+        "aclasync: error: cannot write /dev/full: No space left on device"
+    )
+
+
 def test_trace_out_dash_writes_the_trace_to_stdout(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

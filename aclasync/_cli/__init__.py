@@ -549,7 +549,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             check_format(args.plot)
         except RuntimeError as exc:
             args.parser.error(str(exc))
-    results: dict[str, Any] = run(
+    run(
         args.names,
         quick=args.quick,
         loops=args.loop,
@@ -560,8 +560,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         backend=backend,
         workload=args.workload,
         model=args.model,
+        # Before the files are written: a write that fails at the end loses no result.
+        on_results=lambda results: print(
+            format_table(results), file=message_stream(args.json), flush=True
+        ),
     )
-    print(format_table(results), file=message_stream(args.json), flush=True)
     return 0
 
 

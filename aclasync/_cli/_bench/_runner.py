@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._common import CliError
 from .._loops import LOOPS, loop_unavailable
 from . import (
     _launch,
@@ -115,6 +116,7 @@ def run(
     backend: str = "sim",
     workload: str | None = None,
     model: str | None = None,
+    on_results: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run benchmarks and return their results; blocks for seconds to minutes.
 
@@ -151,6 +153,15 @@ def run(
         default); each result's ``workload`` says what ran.
     model:
         An offline model's file for ``model`` (``None``: a registered simulated one).
+    on_results:
+        Called with the results before any file is written (the command line prints
+        its table there), so that a write failing at the end loses nothing shown.
+
+    Raises
+    ------
+    CliError
+        Naming the file, if the JSON or the plot cannot be written (a full disk): after
+        ``on_results``, and after the other file was written.
 
     Returns
     -------
@@ -223,14 +234,37 @@ def run(
         "benchmarks": benchmarks,
         "skipped": skipped,
     }
+    if on_results is not None:
+        on_results(results)
+    _write_files(results, json_path, plot_path, progress)
+    return results
+
+
+def _write_files(
+    results: dict[str, Any],
+    json_path: str | os.PathLike[str] | None,
+    plot_path: str | os.PathLike[str] | None,
+    progress: Progress,
+) -> None:
+    """Write the JSON, then draw the plot; one that fails does not stop the other, and
+    is raised (``CliError`` naming the file) once both were tried."""
+    failed: list[str] = []
     if json_path is not None:
-        progress(f"wrote the results to {write_json(results, json_path)}")
+        try:
+            progress(f"wrote the results to {write_json(results, json_path)}")
+        except CliError as exc:
+            failed.append(str(exc))
     if plot_path is not None and not has_charts(results):  # all skipped: keep the table
         progress(f"nothing to plot: no benchmark produced chartable rows; {plot_path} not written")
     elif plot_path is not None:
-        plot(results, plot_path)
-        progress(f"wrote {plot_path}")
-    return results
+        try:
+            plot(results, plot_path)
+        except OSError as exc:
+            failed.append(f"cannot write {os.fspath(plot_path)}: {exc.strerror or exc}")
+        else:
+            progress(f"wrote {plot_path}")
+    if failed:
+        raise CliError("; ".join(failed))
 
 
 def runs_native(bench: Benchmark) -> bool:
