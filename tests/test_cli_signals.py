@@ -377,3 +377,36 @@ def test_ctrl_c_inside_the_doctor_s_set_device_closes_the_device() -> None:
     )
     assert_interrupted(done.returncode, done.stderr)
     assert done.stdout == ""  # no report for an interrupted run
+
+
+#: ``python -m aclasync demo`` with a Ctrl-C as the command line starts importing
+#: anyio (sent from an import hook: where one lands in the first ~70 ms).
+_INTERRUPTED_START_UP = r"""
+import os, runpy, signal, sys
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "anyio":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["aclasync", "demo"]
+runpy.run_module("aclasync", run_name="__main__")
+"""
+
+
+def test_ctrl_c_while_the_command_line_imports_is_an_interrupt() -> None:
+    # aclasync._cli imported anyio at module level, before main() could handle it: a
+    # KeyboardInterrupt traceback and death by SIGINT instead of status 130.
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_START_UP],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=EXIT_TIMEOUT_S,
+        check=False,
+    )
+    assert_interrupted(done.returncode, done.stderr)
+    assert done.stderr == "aclasync: interrupted\n"

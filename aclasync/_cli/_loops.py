@@ -17,12 +17,12 @@ import sys
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
-
-import anyio
-import anyio.abc
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._common import CliError
+
+if TYPE_CHECKING:
+    import anyio.abc
 
 __all__ = [
     "GRACE_S",
@@ -101,6 +101,8 @@ def run_on_loop(loop: str, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
     KeyboardInterrupt
         After Ctrl-C.
     """
+    import anyio  # here, not at the top: see _cli's main
+
     require_loop(loop)
     backend, options, _ = LOOPS[loop]
     if threading.current_thread() is not threading.main_thread():
@@ -131,6 +133,8 @@ def disarm_watchdog() -> None:
 
 
 async def _interruptible(fn: Callable[..., Awaitable[_T]], args: tuple[Any, ...]) -> _T:
+    import anyio
+
     work = anyio.CancelScope()
     interrupted = False
     error: Exception | None = None

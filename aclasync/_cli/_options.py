@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .._backend import ENV_VAR, backend_from_env
 from ._common import STDOUT, CliError, pyacl_call
 
 __all__ = [
@@ -147,6 +146,8 @@ def check_backend_variable(parser: argparse.ArgumentParser) -> str | None:
 
     A value that names no backend is a usage error (usage, one error line, exit 2).
     """
+    from .._backend import backend_from_env  # here: it imports anyio (see _cli's main)
+
     try:
         return backend_from_env()
     except ValueError as exc:
@@ -172,7 +173,7 @@ def native_runtime() -> tuple[object, int]:
     CliError
         If the runtime answers ``get_device_count`` with an error or no devices.
     """
-    from .._backend import resolve_backend
+    from .._backend import ENV_VAR, resolve_backend
 
     acl, _ = resolve_backend("native")
     count, ret = pyacl_call(acl, "rt.get_device_count")
