@@ -8,7 +8,7 @@ report, which goes on; one error line from ``info``), never a traceback.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import aclasync._cli._doctor
 import aclasync._cli._info
 import aclasync.sim
 from aclasync._cli import main
+from aclasync.testing import assert_no_leaked_threads
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +27,10 @@ Fault = Callable[[Any], dict[str, Any]]
 
 
 @pytest.fixture(autouse=True)
-def _no_backend_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_backend_variable(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("ACLASYNC_BACKEND", raising=False)
+    yield
+    assert_no_leaked_threads()  # every device the doctor set, it reset, whatever failed
 
 
 def _raises(*args: Any) -> Any:
