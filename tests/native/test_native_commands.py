@@ -168,7 +168,8 @@ def _model_file(folder: Path) -> Path:
     return path
 
 
-#: ``acl`` packages a broken install could give: each must be one error line, exit 1.
+#: ``acl`` packages a broken install could give: each must be one error line, exit 1
+#: (the doctor's report names each call of one that imports).
 _BROKEN_ACL = {
     "import-raises": 'raise KeyError("a driver table entry")\n',
     "not-pyacl": "VERSION = 1\n",
@@ -214,4 +215,11 @@ def test_a_broken_acl_module_is_one_error_line(
     errors = [line for line in done.stderr.splitlines() if line.startswith("aclasync: error:")]
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+    if command == ["doctor"] and broken in ("wrong-shapes", "no-init"):
+        # A module that imports is diagnosed: the whole report, each call that differs
+        # a failing item naming it, and no error line.
+        failed = [line.split()[1] for line in done.stdout.splitlines() if "  FAIL  " in line]
+        assert {"wrong-shapes": "device_count", "no-init": "init"}[broken] in failed
+        assert not errors, done.stderr
+        return
     assert len(errors) == 1, done.stderr
