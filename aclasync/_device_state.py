@@ -39,7 +39,15 @@ from ._errors import (
 from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
 from ._lanes import FORCED_EVENT, EventRecord, Lane, Life
-from ._loop import Then, Turn, Waiter, current_delivery, raise_if_cancelled, to_completion
+from ._loop import (
+    Then,
+    Turn,
+    Waiter,
+    current_delivery,
+    is_cancellation,
+    raise_if_cancelled,
+    to_completion,
+)
 from ._options import WorkerOptions
 from ._pyacl.codes import ErrorCode
 from ._pyacl.constants import EventRecordedStatus
@@ -372,12 +380,17 @@ class DeviceState:
                     return  # the device closed meanwhile and released the stream
                 if isinstance(exc, anyio.ClosedResourceError) and lane.life is Life.FORCED:
                     return  # force-closed meanwhile: that close reports what it held
-                self.hand_over(self._take_all([lane.errors]), exc)
+                # Rule 6: an exception in flight (an ``async with`` exit) is not replaced
+                # by a cancellation of the wait: its scope cancels again at its next one.
+                keep = propagating is not None and is_cancellation(exc)
+                self.hand_over(self._take_all([lane.errors]), propagating if keep else exc)
                 # Destroyed once its work is done, without holding the worker meanwhile;
                 # until then the device's synchronize waits for it too.
                 self._prune_closed()
                 self._lanes[lane] = False  # its failures go to the device (disowned)
                 self.post(functools.partial(self.worker.close_when_done, lane))
+                if keep:
+                    return
                 raise
         close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
         cancelled: BaseException | None = None  # asyncio's own or Ctrl-C, raised once closed
@@ -412,7 +425,12 @@ class DeviceState:
             await anyio.lowlevel.checkpoint()
             return
         if not force:
-            await self.wait_for(lane, timed=False).wait()
+            try:
+                await self.wait_for(lane, timed=False).wait()
+            except BaseException as exc:  # (rule 6: never in place of one in flight)
+                if propagating is None or not is_cancellation(exc):
+                    raise
+                return
         await raise_closing(self._take_all([lane.errors]), None, propagating, self.hand_over)
 
     def hand_over(self, errors: list[BaseException], propagating: BaseException | None) -> None:
@@ -423,9 +441,8 @@ class DeviceState:
         which the cancel scope that caught it may swallow with its notes, they go to
         the device: its next ``synchronize`` or its close raises them.
         """
-        cancelled = anyio.get_cancelled_exc_class()
         # A broken device's close still raises what it holds: so it goes there too.
-        if errors and isinstance(propagating, cancelled) and not self.closed:
+        if errors and is_cancellation(propagating) and not self.closed:
             for error in errors:
                 self.worker.orphan(error)
             return

@@ -7,6 +7,8 @@ from collections.abc import Generator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from ._loop import is_cancellation
+
 __all__ = ["AsyncResource", "Creation", "NoPublicConstructor"]
 
 _T = TypeVar("_T")
@@ -42,7 +44,14 @@ class AsyncResource(metaclass=NoPublicConstructor):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        try:
+            await self.aclose()
+        except BaseException as error:
+            # Rule 6: the close never replaces the exception in flight; a cancellation
+            # its checkpoint met (the block's scope was cancelled too) comes again at
+            # the next one, and the scope would have dropped that exception with it.
+            if exc is None or error is exc or not is_cancellation(error):
+                raise
 
 
 class Creation(Generic[_R]):

@@ -27,6 +27,9 @@ import anyio.lowlevel
 import outcome
 from anyio.lowlevel import RunVar
 
+if sys.version_info < (3, 11):  # anyio depends on the backport there
+    from exceptiongroup import BaseExceptionGroup
+
 __all__ = [
     "DONE",
     "EXPIRED",
@@ -40,6 +43,7 @@ __all__ = [
     "Waiter",
     "current_delivery",
     "failure",
+    "is_cancellation",
     "post",
     "post_to",
     "raise_if_cancelled",
@@ -574,6 +578,15 @@ def unwrap(result: outcome.Outcome[_T], cancelled: BaseException | None) -> _T:
         if cancelled is not None and cancelled is not exc:
             raise cancelled from exc
         raise
+
+
+def is_cancellation(exc: BaseException | None) -> bool:
+    """Whether *exc* is a cancellation, or a group of nothing else: trio's nursery in a
+    cancelled scope raises its tasks' ``Cancelled`` as one group, which the scope drops
+    whole, notes and all, as it drops a lone one."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(is_cancellation(inner) for inner in exc.exceptions)
+    return isinstance(exc, anyio.get_cancelled_exc_class())
 
 
 def failure(result: outcome.Outcome[Any]) -> BaseException | None:

@@ -233,8 +233,12 @@ class StreamPool(AsyncResource):
         closed, raises ``anyio.ClosedResourceError`` naming them (else, with none left,
         ``anyio.BrokenResourceError``). The stream must not be used once the block is
         left: it is the next borrower's, and the failures of work queued on it then
-        are that borrower's. Exiting the block in another task than the one that
-        entered it raises ``RuntimeError`` (the stream still goes back).
+        are that borrower's. Enter and exit the block in one task: the borrow holds a
+        cancel scope (the pool's forced close cancels the body through it). On asyncio
+        an exit in another plain task raises ``RuntimeError`` (the stream still goes
+        back); a task of a trio nursery or of an anyio task group that entered the
+        block and ends without exiting it leaves that scope open, and its group then
+        never finishes (trio raises an error about a cancel scope stack instead).
         """
         return _Borrow(self)
 
@@ -257,7 +261,8 @@ class StreamPool(AsyncResource):
         report its failures. True if the lease swallowed its own cancellation (then
         ``ClosedResourceError`` is raised instead). The stream is recycled whatever
         happens: if the lease cannot be closed (exited in another task), and through
-        asyncio's own ``task.cancel()``, which is raised once the stream is back."""
+        asyncio's own ``task.cancel()``, which is raised once the stream is back (but
+        for a body's exception, which it never replaces: rule 6)."""
         state = stream.device._state
         try:
             swallowed = bool(lease.__exit__(type(exc) if exc else None, exc, None))
@@ -268,9 +273,9 @@ class StreamPool(AsyncResource):
             raise
         del self._leases[lease]
         failures, cancelled = await self._recycle(stream)
-        if exc is not None and not swallowed:
-            state.hand_over(failures, exc)
-            if cancelled is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
+        if exc is not None and not swallowed:  # rule 6: kept, not replaced by a
+            state.hand_over(failures, exc)  # cancellation that came meanwhile
+            if isinstance(cancelled, KeyboardInterrupt):  # but Ctrl-C stops the program
                 raise cancelled
             return False
         if cancelled is not None:
@@ -647,13 +652,14 @@ async def _finish(
     step: Callable[[], Awaitable[_T]],
 ) -> tuple[outcome.Outcome[_T], BaseException | None]:
     """``step()`` to its end, as ``to_completion`` does, without its task on the way:
-    in a shield, then, if asyncio's own cancellation passed the shield (the step was
-    cut short: each step here is safe to start again), once more as a task of its own,
-    which no cancellation reaches. Returns how it ended and that cancellation."""
+    in a shield, then, if asyncio's own cancellation passed the shield, or trio's
+    Ctrl-C (the step was cut short: each step here is safe to start again), once more
+    as a task of its own, which no cancellation reaches (a second Ctrl-C does, on
+    trio). Returns how it ended and that cancellation (or Ctrl-C), to raise after."""
     with anyio.CancelScope(shield=True):
         first = await outcome.acapture(step)
     if isinstance(first, outcome.Error) and isinstance(
-        first.error, anyio.get_cancelled_exc_class()
+        first.error, (anyio.get_cancelled_exc_class(), KeyboardInterrupt)
     ):
         again, _ = await to_completion(step)  # (a later cancellation: the same request)
         return again, first.error

@@ -1,7 +1,7 @@
 """Ctrl-C on trio while ``open_device`` or ``Device.aclose`` waits for the worker: run as
 a script by test_fe_ctrl_c.py (a KeyboardInterrupt must not reach pytest's own run).
 
-``python ctrl_c_on_trio.py open|close PRESSES``. trio delivers Ctrl-C into the parked
+``python ctrl_c_on_trio.py open|close|borrow PRESSES``. trio delivers Ctrl-C into the parked
 task, shield or not. The presses come from the worker, inside the runtime call the task
 waits for (``set_device``, or the close's ``synchronize_stream`` of a stream whose
 kernel fails with 507015), as a real one would: ``signal.raise_signal`` runs trio's
@@ -67,7 +67,25 @@ def run(backend: CtrlC, fn: Any) -> None:
 
 def main(case: str, presses: int) -> None:
     acl = aclasync.sim.create()
-    if case == "open":
+    if case == "borrow":  # the exit of a pool's borrow waits for the stream's work
+        backend = CtrlC(acl, "synchronize_stream_with_timeout")
+
+        async def borrow() -> None:
+            async with aclasync.open_device(0, backend=backend) as dev:
+                pool = await dev.stream_pool(1)
+                try:
+                    async with pool.stream() as s:
+                        s.launch(acl.sim.launch_kernel, Kernel(fn=backend.gate.wait, error=507015))
+                        backend.presses = presses
+                except KeyboardInterrupt as exc:
+                    notes = getattr(exc, "__notes__", [])
+                    print("interrupted", "507015" if any("507015" in n for n in notes) else "")
+                async with pool.stream():  # still its one stream
+                    print("pool", pool.statistics().size)
+                await pool.aclose()
+
+        run(backend, borrow)
+    elif case == "open":
         backend = CtrlC(acl, "set_device")
         backend.presses = presses
         run(backend, lambda: aclasync.open_device(0, backend=backend))

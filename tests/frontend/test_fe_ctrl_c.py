@@ -46,3 +46,16 @@ def test_a_close_left_by_ctrl_c_twice_is_finished_by_the_next() -> None:
     # It waited for the release and raised the kernel's failure (it had been lost, and
     # the later close returned at once with the worker still running).
     assert scenario("close", 2) == ["interrupted ", "raised 507015", "devices 0", "threads 0"]
+
+
+def test_ctrl_c_during_a_borrows_exit_keeps_the_stream_in_the_pool() -> None:
+    # The exit's sync, cut short, took the stream out of the pool for good (a pool of
+    # none, whose next borrow said its streams "could not be replaced") and the
+    # kernel's failure surfaced only at the device's close.
+    assert scenario("borrow", 1) == [
+        "interrupted 507015",
+        "pool 1",
+        "returned",
+        "devices 0",
+        "threads 0",
+    ]

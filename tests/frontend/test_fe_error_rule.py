@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from frontend_support import Gate, failing_call, opened, worker_caught_up
 
@@ -301,3 +302,70 @@ async def test_an_await_whose_own_call_fails_leaves_queued_failures(rt: Any) -> 
         with pytest.raises(aclasync.AclError) as queued:
             await s.synchronize()
         assert queued.value.code == BAD_A
+
+
+def _native_group(backend: str) -> Any:
+    """A task group of the running library's own: trio's nursery raises its tasks'
+    ``Cancelled`` as one group when its scope is cancelled."""
+    if backend == "trio":
+        import trio
+
+        return trio.open_nursery()
+    return anyio.create_task_group()
+
+
+@pytest.mark.parametrize("holder", ["stream", "borrow"])
+async def test_a_cancelled_body_that_raised_a_group_gives_its_failures_to_the_device(
+    rt: Any, holder: str, anyio_backend_name: str
+) -> None:
+    # Rule 6: a cancelled body's failures go to the device. The exits took a group of
+    # trio's Cancelled for an exception of the program's, put the failure on it as a
+    # note, and the scope dropped the group, note and all: reported nowhere.
+    async with opened(rt) as dev:
+        with anyio.CancelScope() as scope:
+            async with contextlib.AsyncExitStack() as stack:
+                if holder == "stream":
+                    s = await stack.enter_async_context(dev.create_stream())
+                else:
+                    pool = await stack.enter_async_context(dev.stream_pool(1))
+                    s = await stack.enter_async_context(pool.stream())
+                s.launch(failing_call(BAD_A))
+                await worker_caught_up(dev)  # known before the exit runs
+                async with _native_group(anyio_backend_name) as group:
+                    group.start_soon(anyio.sleep_forever)
+                    await anyio.lowlevel.checkpoint()
+                    scope.cancel()
+                    await anyio.sleep_forever()
+        assert scope.cancelled_caught
+        with pytest.raises(aclasync.AclError) as caught:
+            await dev.synchronize()
+        assert caught.value.code == BAD_A
+        await dev.synchronize()  # once
+
+
+@pytest.mark.parametrize("holder", ["stream", "default", "buffer", "host", "event"])
+async def test_an_exit_in_a_cancelled_scope_never_replaces_the_blocks_exception(
+    rt: Any, holder: str
+) -> None:
+    # Rule 6. The exits waited (or checkpointed) in the cancelled scope and raised its
+    # Cancelled in place of the block's exception, which the scope then swallowed.
+    gate = Gate()
+    async with opened(rt) as dev:
+        makers = {
+            "stream": dev.create_stream,
+            "default": lambda: dev.default_stream,
+            "buffer": lambda: dev.alloc(64),
+            "host": lambda: dev.alloc_host(64),
+            "event": dev.default_stream.record_event,
+        }
+        resource = makers[holder]()
+        if not isinstance(resource, aclasync.Stream):
+            resource = await resource
+        if isinstance(resource, aclasync.Stream):
+            resource.launch(rt.sim.launch_kernel, gate.kernel())  # its exit has to wait
+        with pytest.raises(ValueError, match="the block's own"), anyio.CancelScope() as scope:  # noqa: PT012
+            async with resource:
+                scope.cancel()
+                raise ValueError("the block's own")
+        gate.open()
+        await dev.synchronize()

@@ -178,6 +178,32 @@ async def test_asyncio_cancel_during_a_borrows_exit_still_recycles_the_stream(
 
 
 @asyncio_loops
+async def test_asyncio_cancel_during_a_raising_borrows_exit_keeps_the_bodys_exception(
+    rt: Any, gate: threading.Event
+) -> None:
+    # Rule 6, as every other exit keeps it: the held cancellation was raised in place
+    # of the body's exception, once the stream was back.
+    with anyio.fail_after(LIMIT_S):
+        async with aclasync.open_device(0, backend=rt) as dev, dev.stream_pool(1) as pool:
+
+            async def request() -> None:
+                async with pool.stream() as s:
+                    s.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait, error=AICORE_EXCEPTION))
+                    raise ValueError("the request's own")
+
+            task = asyncio.ensure_future(request())
+            await anyio.wait_all_tasks_blocked()  # the exit waits for the gated kernel
+            task.cancel()
+            await anyio.wait_all_tasks_blocked()
+            gate.set()
+            with pytest.raises(ValueError, match="the request's own") as caught:
+                await task
+            assert any("507015" in note for note in caught.value.__notes__)
+            assert pool.statistics().size == 1
+            await dev.synchronize()  # told once, as a note
+
+
+@asyncio_loops
 @pytest.mark.parametrize("kind", ["stream pool", "device pool"])
 async def test_asyncio_cancel_of_aclose_still_completes_the_close(rt: Any, kind: str) -> None:
     with anyio.fail_after(LIMIT_S):
