@@ -367,8 +367,14 @@ sys.exit(main(["doctor", "--backend", "sim"]))
 def test_ctrl_c_inside_the_doctor_s_set_device_closes_the_device() -> None:
     # Python's handler raised inside set_device: the device stayed set, its thread
     # running, and the exit waited for it ("thread 'aclasync-sim-dev0' is still running").
+    done = _interrupted_script(_INTERRUPTED_DOCTOR)
+    assert done.stdout == ""  # no report for an interrupted run
+
+
+def _interrupted_script(code: str) -> subprocess.CompletedProcess[str]:
+    """Run *code* with the CLI's environment; it must end as an interrupted command."""
     done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_DOCTOR],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env=cli_env(),
@@ -376,7 +382,7 @@ def test_ctrl_c_inside_the_doctor_s_set_device_closes_the_device() -> None:
         check=False,
     )
     assert_interrupted(done.returncode, done.stderr)
-    assert done.stdout == ""  # no report for an interrupted run
+    return done
 
 
 #: ``python -m aclasync demo`` with a Ctrl-C as the command line starts importing
@@ -400,13 +406,5 @@ runpy.run_module("aclasync", run_name="__main__")
 def test_ctrl_c_while_the_command_line_imports_is_an_interrupt() -> None:
     # aclasync._cli imported anyio at module level, before main() could handle it: a
     # KeyboardInterrupt traceback and death by SIGINT instead of status 130.
-    done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_START_UP],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        timeout=EXIT_TIMEOUT_S,
-        check=False,
-    )
-    assert_interrupted(done.returncode, done.stderr)
+    done = _interrupted_script(_INTERRUPTED_START_UP)
     assert done.stderr == "aclasync: interrupted\n"
