@@ -98,6 +98,7 @@ class Model(AsyncResource):
         self._outputs = loaded.outputs
         self._free: list[_Slot] = []
         self._slots: list[_Slot] = []  # every set made: the close releases them
+        self._making = 0  # sets being made: they count towards pool_size too
         self._keys = itertools.count()
         #: Streams ``launch`` queued work on, while they live: the close reports their
         #: failures (a stream per request, closed and dropped, is not kept).
@@ -160,7 +161,7 @@ class Model(AsyncResource):
         is reused once that work is done. A failure of a run nobody waited for is
         raised by ``aclose`` (or by the device's close, if that comes first). Raises
         ``anyio.ClosedResourceError`` once the model is closed (runs that hold a buffer
-        set finish first; runs still without one are refused). With ``pool_size``, a
+        set finish first; runs still without one are refused), or *stream*. With ``pool_size``, a
         ``RuntimeError`` on another event loop than the one that loaded the model.
         """
         self._check_stream(stream)
@@ -337,11 +338,16 @@ class Model(AsyncResource):
                 self._free.remove(slot)
                 await self._settle_dirty(slot)
                 return slot
-        if self._free and self._pool_size is not None and len(self._slots) >= self._pool_size:
+        made_or_making = len(self._slots) + self._making
+        if self._free and self._pool_size is not None and made_or_making >= self._pool_size:
             slot = self._free.pop(0)
             await self._settle_dirty(slot)
             return slot
-        made, cancelled = await to_completion(functools.partial(self._make_slot, stream.flags))
+        self._making += 1  # (runs cancelled with their sets busy let others past the limit)
+        try:
+            made, cancelled = await to_completion(functools.partial(self._make_slot, stream.flags))
+        finally:
+            self._making -= 1
         slot = unwrap(made, cancelled)
         try:
             await raise_if_cancelled(cancelled)
@@ -489,6 +495,8 @@ class Model(AsyncResource):
             raise anyio.ClosedResourceError(f"{self!r} is closed")
         if not isinstance(stream, Stream):
             raise TypeError(f"stream must be an aclasync.Stream, got {type(stream).__name__}")
+        if stream.closed:  # before a set is taken (or waited for, or made) for nothing
+            raise anyio.ClosedResourceError(f"{stream!r} is closed")
         if stream.device is not self._device:
             raise ValueError(f"{stream!r} belongs to another device than {self!r}")
 

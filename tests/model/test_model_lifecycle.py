@@ -159,6 +159,61 @@ async def test_a_failed_abandoned_run_does_not_grow_the_pool(
             await model.aclose()
 
 
+async def test_pool_size_caps_the_sets_when_cancelled_runs_hold_theirs(
+    rt: Any, tmp_path: Path, held: HeldModel
+) -> None:
+    # A cancelled run gives its place in the queue back while its set stays busy: the
+    # runs let past then each counted only the sets already made, and made one each
+    # (2n - 1 sets, each with a stream of the device's, for pool_size=n).
+    path = register(rt, tmp_path, held)
+    held.hold(1)
+    async with (
+        aclasync.open_device(0, backend=rt) as dev,
+        dev.create_stream() as first,
+        dev.create_stream() as second,
+        dev.load_model(path, pool_size=2) as model,
+    ):
+        with anyio.fail_after(LIMIT_S):
+            with anyio.CancelScope() as scope:
+
+                async def cancel_once_started() -> None:
+                    await held.started_run(1)
+                    scope.cancel()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(cancel_once_started)
+                    await model.run(first, x(1))
+            results: dict[float, Any] = {}
+
+            async def run(value: float) -> None:
+                (results[value],) = await model.run(second, x(value))
+
+            async with anyio.create_task_group() as tg:
+                for value in (10, 11):
+                    tg.start_soon(run, value)
+                await anyio.wait_all_tasks_blocked()
+                held.release(1)  # one of them waits for the cancelled run's set
+            assert all((y == 2 * value).all() for value, y in results.items())
+            assert len(results) == 2
+            assert rt.sim.model_objects()["datasets"] == 2 * 2  # two sets, no third
+
+
+async def test_a_run_on_a_closed_stream_is_refused_before_it_takes_a_set(
+    rt: Any, tmp_path: Path, held: HeldModel
+) -> None:
+    # It made a whole set (kept until the model's close), or with pool_size waited for
+    # one behind unrelated work, before the closed stream refused it.
+    path = register(rt, tmp_path, held)
+    async with aclasync.open_device(0, backend=rt) as dev:
+        model = await dev.load_model(path, pool_size=1)
+        stream = await dev.create_stream()
+        await stream.aclose()
+        with anyio.fail_after(LIMIT_S), pytest.raises(anyio.ClosedResourceError):
+            await model.run(stream, x(1))
+        assert rt.sim.model_objects()["datasets"] == 0
+        await model.aclose()
+
+
 async def test_streams_a_model_launched_on_are_not_kept(
     rt: Any, tmp_path: Path, held: HeldModel
 ) -> None:
