@@ -117,7 +117,7 @@ class Watch:
         self.event = event
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(slots=True, eq=False, repr=False, weakref_slot=True)
 class Lane:
     """One stream of a device; every field changes through a method named for what
     happened. ``handle`` -1: no stream (the points of an event aclasync wrapped)."""

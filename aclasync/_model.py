@@ -37,6 +37,7 @@ from ._stream import Stream
 
 if TYPE_CHECKING:
     from ._device import Device
+    from ._lanes import Lane
 
 __all__ = ["Model", "ModelLoading", "TensorInfo"]
 
@@ -103,6 +104,9 @@ class Model(AsyncResource):
         #: Streams ``launch`` queued work on, while they live: the close reports their
         #: failures (a stream per request, closed and dropped, is not kept).
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+        #: And their lanes: one whose ``Stream`` was collected unclosed still has the
+        #: model's work queued, which the close waits for too.
+        self._lanes: weakref.WeakSet[Lane] = weakref.WeakSet()
         #: Per stream: the event its last run recorded, which the stream waits for.
         self._chained: dict[Stream, _Chain] = {}
         #: Failures of runs whose caller went away (found when their set is reused).
@@ -190,6 +194,7 @@ class Model(AsyncResource):
         ins = _buffer_args("inputs", inputs, self._inputs, self._device)
         outs = _buffer_args("outputs", outputs, self._outputs, self._device)
         self._streams.add(stream)
+        self._lanes.add(stream._lane)
         stream.launch(execute_on(self._device.acl), self._id, ins, outs)
 
     async def aclose(self) -> None:
@@ -463,6 +468,10 @@ class Model(AsyncResource):
                     self._orphans.append(exc)
                 except anyio.ClosedResourceError:  # force-closed meanwhile: nothing to wait
                     pass
+        live = {stream._lane for stream in self._streams}
+        for lane in [lane for lane in self._lanes if lane not in live and not lane.closed]:
+            with contextlib.suppress(anyio.ClosedResourceError):  # (its failures: the device's)
+                await device._state.wait_for(lane, timed=False).wait()
         for stream in self._chained:  # past its waits for the runs' events
             if not stream.closed and stream not in self._streams:
                 with contextlib.suppress(anyio.ClosedResourceError):  # (as above)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import aclasync
+from aclasync.sim import Kernel
 
 pytestmark = pytest.mark.anyio
 
@@ -230,6 +231,37 @@ async def test_streams_a_model_launched_on_are_not_kept(
             del stream
         gc.collect()
         assert [ref for ref in gone if ref() is not None] == []
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_close_waits_for_work_on_a_stream_collected_unclosed(
+    rt: Any, tmp_path: Path, held: HeldModel
+) -> None:
+    # Streams are held weakly; one a helper made and dropped still had the model's
+    # execute queued behind a kernel, and the close unloaded the model under it.
+    path = register(rt, tmp_path, held)
+    gate = threading.Event()
+    async with aclasync.open_device(0, backend=rt) as dev:
+        model = await dev.load_model(path)
+        a, b = await dev.alloc(16), await dev.alloc(16)
+
+        async def enqueue() -> None:
+            stream = await dev.create_stream()
+            stream.launch(rt.sim.launch_kernel, Kernel(fn=gate.wait))
+            model.launch(stream, [a], [b])
+
+        with anyio.fail_after(LIMIT_S):
+            await enqueue()
+            gc.collect()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(model.aclose)
+                await anyio.wait_all_tasks_blocked()
+                try:
+                    assert rt.sim.live_objects()["models"] == 1, "unloaded under queued work"
+                finally:
+                    gate.set()
+            assert rt.sim.live_objects()["models"] == 0
         await a.aclose()
         await b.aclose()
 
