@@ -15,7 +15,6 @@ cancellation would drop it (``hand_over``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import weakref
@@ -40,7 +39,6 @@ from ._errors import report as report_closing
 from ._jobs import Call, EventWait, Fence, Launch, Record, Run, Stop
 from ._lanes import FORCED_EVENT, EventRecord, Lane, Life
 from ._loop import (
-    Then,
     Turn,
     Waiter,
     current_delivery,
@@ -369,6 +367,9 @@ class DeviceState:
             return
         if self._by_handle.get(lane.handle) is lane:  # a wrapper made from now on is new
             self._by_handle.pop(lane.handle, None)
+        if not force and isinstance(propagating, KeyboardInterrupt):  # Ctrl-C: no wait
+            self._close_when_done(lane, propagating)
+            return
         if not force:
             waiter = self.wait_for(lane, timed=False)
             try:
@@ -382,15 +383,10 @@ class DeviceState:
                     return  # force-closed meanwhile: that close reports what it held
                 # Rule 6: an exception in flight (an ``async with`` exit) is not replaced
                 # by a cancellation of the wait: its scope cancels again at its next one.
-                keep = propagating is not None and is_cancellation(exc)
-                self.hand_over(self._take_all([lane.errors]), propagating if keep else exc)
-                # Destroyed once its work is done, without holding the worker meanwhile;
-                # until then the device's synchronize waits for it too.
-                self._prune_closed()
-                self._lanes[lane] = False  # its failures go to the device (disowned)
-                self.post(functools.partial(self.worker.close_when_done, lane))
-                if keep:
+                if propagating is not None and is_cancellation(exc):
+                    self._close_when_done(lane, propagating)
                     return
+                self._close_when_done(lane, exc)
                 raise
         close = functools.partial(self.worker.close_stream, lane, force=force, reported=True)
         cancelled: BaseException | None = None  # asyncio's own or Ctrl-C, raised once closed
@@ -398,7 +394,7 @@ class DeviceState:
             try:
                 waiter = self._call(close)
                 cancelled = await waiter.answered()
-                waiter.answer()
+                waiter.answer(cancelled)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 if not self.gone():
                     raise
@@ -408,6 +404,16 @@ class DeviceState:
         self._lanes.pop(lane, None)
         errors = self._take_all([lane.errors])
         await raise_closing(errors, cancelled, propagating, self.hand_over)
+
+    def _close_when_done(self, lane: Lane, propagating: BaseException) -> None:
+        """Give up waiting for a stream's work (its close was cancelled, or Ctrl-C is in
+        flight): what it holds now is told by ``hand_over``, what comes later goes to
+        the device, and the worker destroys it once its work is done, without being
+        held meanwhile (until then the device's synchronize waits for it too)."""
+        self.hand_over(self._take_all([lane.errors]), propagating)
+        self._prune_closed()
+        self._lanes[lane] = False  # its failures go to the device (disowned)
+        self.post(functools.partial(self.worker.close_when_done, lane))
 
     def _prune_closed(self) -> None:
         """Forget streams whose cancelled close has since destroyed them."""
@@ -424,7 +430,7 @@ class DeviceState:
         if self.gone():
             await anyio.lowlevel.checkpoint()
             return
-        if not force:
+        if not force and not isinstance(propagating, KeyboardInterrupt):  # (no wait then)
             try:
                 await self.wait_for(lane, timed=False).wait()
             except BaseException as exc:  # (rule 6: never in place of one in flight)
@@ -565,8 +571,7 @@ class DeviceState:
         except KeyboardInterrupt:  # Ctrl-C twice: the worker closes the device by itself
             self.closed = True
             self._closing.take()
-            with contextlib.suppress(anyio.BrokenResourceError):
-                self.worker.submit(Stop(Then(lambda: None).new_waiter(), self._stopped))
+            self._stop_unwaited()
             raise
         try:
             waiter.answer(cancelled)
@@ -608,6 +613,9 @@ class DeviceState:
                 await raise_closing(self._left(left), None, propagating)
             return
         self.closed = True
+        if isinstance(propagating, KeyboardInterrupt) and self.worker.death is None:
+            self._stop_unwaited()  # Ctrl-C in flight: no wait (docs/errors.md)
+            return
         errors: list[BaseException] = []
         cancelled: BaseException | None = None  # asyncio's own or Ctrl-C, raised once closed
         released = True  # (False while a stop's answer is awaited: ``_stopped`` ends it)
@@ -637,6 +645,19 @@ class DeviceState:
             if released:  # else a later close waits for the release, and reports it
                 self._closing.end(keep=True)
         await raise_closing(errors, cancelled, propagating)
+
+    def _stop_unwaited(self) -> None:
+        """Hand the worker its stop without waiting for it: it releases the device once
+        the work queued there ends, and a later ``aclose`` waits for that and reports
+        what it found (the stop's waiter is marked abandoned for it)."""
+        waiter = current_delivery().new_waiter()
+        waiter.abandoned = True
+        self._stop.append(waiter)
+        try:
+            self.worker.submit(Stop(waiter, self._stopped))
+        except anyio.BrokenResourceError:  # it died meanwhile: nothing ends the turn
+            self._stop.clear()
+            self._closing.end(keep=True)
 
     def _stopped(self) -> None:
         """(worker) The device is released: closers waiting for the first go on."""

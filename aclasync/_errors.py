@@ -178,10 +178,12 @@ async def raise_closing(
     """End a close by rule 6, *settle* (default ``report``) saying what it found.
 
     With *propagating* (the exception the close runs under), ``settle(errors,
-    propagating)`` and nothing else. Else *cancelled* (asyncio's own cancellation that
-    came during the close), or a cancellation pending now, is raised after
-    ``settle(errors, it)`` (a cancelled close never lets a failure out of its cancel
-    scope); else ``settle(errors, None)`` (``report`` raises them).
+    propagating)`` and nothing else, but for a Ctrl-C held meanwhile (*cancelled* a
+    ``KeyboardInterrupt``), raised after ``settle(errors, it)``. Else *cancelled*
+    (asyncio's own cancellation, or a Ctrl-C, that came during the close), or a
+    cancellation pending now, is raised after ``settle(errors, it)`` (a cancelled close
+    never lets a failure out of its cancel scope); else ``settle(errors, None)``
+    (``report`` raises them).
     """
     settle = settle or report
     if propagating is None:
@@ -192,6 +194,11 @@ async def raise_closing(
         except BaseException as exc:
             settle(errors, exc)
             raise
+    if isinstance(cancelled, KeyboardInterrupt):  # a Ctrl-C held meanwhile: it goes on
+        settle(errors, cancelled)
+        if cancelled.__context__ is None:
+            cancelled.__context__ = propagating
+        raise cancelled
     settle(errors, propagating)
 
 

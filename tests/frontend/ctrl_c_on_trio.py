@@ -1,18 +1,19 @@
-"""Ctrl-C on trio while ``open_device`` or ``Device.aclose`` waits for the worker: run as
-a script by test_fe_ctrl_c.py (a KeyboardInterrupt must not reach pytest's own run).
+"""Ctrl-C on trio while an open, a close or an exit waits for the worker or for work:
+run as a script by test_fe_ctrl_c.py (a KeyboardInterrupt must not reach pytest's run).
 
-``python ctrl_c_on_trio.py open|close|borrow PRESSES``. trio delivers Ctrl-C into the parked
-task, shield or not. The presses come from the worker, inside the runtime call the task
-waits for (``set_device``, or the close's ``synchronize_stream`` of a stream whose
-kernel fails with 507015), as a real one would: ``signal.raise_signal`` runs trio's
-handler on the loop's thread; two round trips through the loop see it delivered before
-the call returns (and one before the press, for the task to be parked: in running code
-trio raises it where it lands). A second press leaves the call held until it came out
-of the run.
+``python ctrl_c_on_trio.py open|close|borrow|exit|exit-on-error PRESSES``. trio
+delivers Ctrl-C into the parked main task, shield or not. The presses come from inside
+the runtime call the task waits for (``set_device``, a close's ``synchronize_stream``
+of a stream whose kernel fails with 507015, a sync's timed wait), as a real one would:
+``signal.raise_signal`` runs trio's handler on the loop's thread; two round trips
+through the loop see it delivered before the call returns (and one before the press,
+for the task to be parked: in running code trio raises it where it lands). A second
+press leaves the call held until it came out of the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -40,8 +41,9 @@ class CtrlC(ProxyAcl):
             return
         trio.from_thread.run_sync(lambda: None, trio_token=self.token)  # it is parked
         signal.raise_signal(signal.SIGINT)
-        for _ in range(2):
-            trio.from_thread.run_sync(lambda: None, trio_token=self.token)
+        with contextlib.suppress(trio.RunFinishedError):  # (out of the run at once)
+            for _ in range(2):
+                trio.from_thread.run_sync(lambda: None, trio_token=self.token)
         if self.presses == 2:
             signal.raise_signal(signal.SIGINT)
             assert self.out.wait(30), "the second press did not come out"
@@ -60,7 +62,8 @@ def run(backend: CtrlC, fn: Any) -> None:
     except KeyboardInterrupt as exc:
         backend.out.set()
         notes = getattr(exc, "__notes__", [])
-        print("interrupted", "507015" if any("507015" in n for n in notes) else "")
+        after = " after ValueError" if isinstance(exc.__context__, ValueError) else ""
+        print("interrupted", ("507015" if any("507015" in n for n in notes) else "") + after)
     except aclasync.AclError as exc:
         print("raised", exc.code)
 
@@ -85,6 +88,23 @@ def main(case: str, presses: int) -> None:
                 await pool.aclose()
 
         run(backend, borrow)
+    elif case in ("exit", "exit-on-error"):  # Ctrl-C in a block, or in its exit
+        at = "synchronize_stream_with_timeout" if case == "exit" else "synchronize_stream"
+        backend = CtrlC(acl, at)
+        box: dict[str, Any] = {}
+
+        async def block() -> None:
+            async with aclasync.open_device(0, backend=backend) as dev:
+                box["dev"] = dev
+                stream = await dev.create_stream()
+                stream.launch(acl.sim.launch_kernel, Kernel(fn=backend.gate.wait, error=507015))
+                backend.presses = presses
+                if case == "exit":  # pressed in this sync: the exits do not wait
+                    await stream.synchronize()
+                raise ValueError("the block's own")  # pressed in the device's exit
+
+        run(backend, block)
+        run(backend, box["dev"].aclose)  # finishes what an exit left
     elif case == "open":
         backend = CtrlC(acl, "set_device")
         backend.presses = presses

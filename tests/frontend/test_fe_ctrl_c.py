@@ -59,3 +59,19 @@ def test_ctrl_c_during_a_borrows_exit_keeps_the_stream_in_the_pool() -> None:
         "devices 0",
         "threads 0",
     ]
+
+
+def test_the_exits_after_ctrl_c_do_not_wait_and_the_next_close_reports() -> None:
+    # The exits of a stream and a device ended by Ctrl-C waited for work that may never
+    # end (each took one more press); now the worker releases them after that work.
+    assert scenario("exit", 1) == ["interrupted ", "raised 507015", "devices 0", "threads 0"]
+
+
+def test_ctrl_c_in_an_exit_under_an_exception_goes_on_with_the_failure() -> None:
+    # The close held the press and then dropped it for the block's exception.
+    assert scenario("exit-on-error", 1) == [
+        "interrupted 507015 after ValueError",
+        "returned",
+        "devices 0",
+        "threads 0",
+    ]
