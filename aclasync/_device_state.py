@@ -15,6 +15,7 @@ cancellation would drop it (``hand_over``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import weakref
@@ -368,7 +369,10 @@ class DeviceState:
         if self._by_handle.get(lane.handle) is lane:  # a wrapper made from now on is new
             self._by_handle.pop(lane.handle, None)
         if not force and isinstance(propagating, KeyboardInterrupt):  # Ctrl-C: no wait
-            self._close_when_done(lane, propagating)
+            try:
+                await self._look_once([lane])  # but what already ended is told
+            finally:
+                self._close_when_done(lane, propagating)
             return
         if not force:
             waiter = self.wait_for(lane, timed=False)
@@ -614,7 +618,15 @@ class DeviceState:
             return
         self.closed = True
         if isinstance(propagating, KeyboardInterrupt) and self.worker.death is None:
-            self._stop_unwaited()  # Ctrl-C in flight: no wait (docs/errors.md)
+            told: list[BaseException] = []  # Ctrl-C in flight: no wait (docs/errors.md)
+            try:  # but the failures of work that already ended are told now
+                await self._look_once(list(self._lanes))
+                queues = [lane.errors for lane in list(self._lanes)]
+                held = [e for holder in list(self.holders) for e in holder.take_failures()]
+                told = [*self._take_all([*queues, self.worker.orphan_errors]), *held]
+            finally:
+                self._stop_unwaited()
+            report_closing(told, propagating)
             return
         errors: list[BaseException] = []
         cancelled: BaseException | None = None  # asyncio's own or Ctrl-C, raised once closed
@@ -645,6 +657,16 @@ class DeviceState:
             if released:  # else a later close waits for the release, and reports it
                 self._closing.end(keep=True)
         await raise_closing(errors, cancelled, propagating)
+
+    async def _look_once(self, lanes: list[Lane]) -> None:
+        """One look at each of *lanes* (a ``timeout=0`` sync): work that has ended has
+        told its failures (into its lane) by then; work still going is not waited for."""
+        for lane in lanes:
+            if not lane.closed:
+                with contextlib.suppress(Exception):  # not done, or gone: nothing to tell
+                    waiter = Waiter(current_delivery(), timed=True)  # (the device may be
+                    self.worker.submit(Fence(lane, waiter, True))  # marked closed already)
+                    await waiter.wait(0)
 
     def _stop_unwaited(self) -> None:
         """Hand the worker its stop without waiting for it: it releases the device once

@@ -33,6 +33,7 @@ class CtrlC(ProxyAcl):
         super().__init__(inner)
         self.at, self.presses = at, 0
         self.gate = threading.Event()
+        self.hold_gate = False  # the gate opens after the run (the work outlives it)
         self.out = threading.Event()  # the KeyboardInterrupt came out of trio.run
         self.token: trio.lowlevel.TrioToken | None = None
 
@@ -48,7 +49,8 @@ class CtrlC(ProxyAcl):
             signal.raise_signal(signal.SIGINT)
             assert self.out.wait(30), "the second press did not come out"
         self.presses = 0
-        self.gate.set()
+        if not self.hold_gate:
+            self.gate.set()
 
 
 def run(backend: CtrlC, fn: Any) -> None:
@@ -103,7 +105,9 @@ def main(case: str, presses: int) -> None:
                     await stream.synchronize()
                 raise ValueError("the block's own")  # pressed in the device's exit
 
+        backend.hold_gate = case == "exit"
         run(backend, block)
+        backend.gate.set()
         run(backend, box["dev"].aclose)  # finishes what an exit left
     elif case == "open":
         backend = CtrlC(acl, "set_device")

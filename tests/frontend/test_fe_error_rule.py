@@ -369,3 +369,24 @@ async def test_an_exit_in_a_cancelled_scope_never_replaces_the_blocks_exception(
                 raise ValueError("the block's own")
         gate.open()
         await dev.synchronize()
+
+
+@pytest.mark.parametrize("holder", ["stream", "device"])
+async def test_ctrl_c_ending_a_block_tells_the_failures_of_work_that_ended(
+    rt: Any, holder: str
+) -> None:
+    # The exits Ctrl-C ends do not wait for work (it may never end), and they told
+    # nothing of work that had already failed: its failure was lost for a program that
+    # never closes the device again. They look once first.
+    with pytest.raises(KeyboardInterrupt) as caught:  # noqa: PT012
+        async with opened(rt) as dev:
+            s = await dev.create_stream()
+            s.launch(rt.sim.launch_kernel, Kernel(error=AICORE))
+            handle = s.handle
+            while (await dev.call(lambda: dev.acl.rt.stream_query(handle)))[0]:  # noqa: ASYNC110
+                await anyio.sleep(0.001)  # (the runtime's own look: it reports nothing)
+            if holder == "stream":
+                async with s:
+                    raise KeyboardInterrupt
+            raise KeyboardInterrupt
+    assert any(str(AICORE) in note for note in caught.value.__notes__)
