@@ -621,9 +621,7 @@ class DeviceState:
             told: list[BaseException] = []  # Ctrl-C in flight: no wait (docs/errors.md)
             try:  # but the failures of work that already ended are told now
                 await self._look_once(list(self._lanes))
-                queues = [lane.errors for lane in list(self._lanes)]
-                held = [e for holder in list(self.holders) for e in holder.take_failures()]
-                told = [*self._take_all([*queues, self.worker.orphan_errors]), *held]
+                told = self._unreported()
             finally:
                 self._stop_unwaited()
             report_closing(told, propagating)
@@ -689,13 +687,18 @@ class DeviceState:
         """The failures a close reports: the streams' and the device's, then *errors*
         (the releases'), then the worker's death if nobody was told of it."""
         worker = self.worker
-        queues = [lane.errors for lane in list(self._lanes)]
-        held = [error for holder in list(self.holders) for error in holder.take_failures()]
-        errors[:0] = [*self._take_all([*queues, worker.orphan_errors]), *held]
+        errors[:0] = self._unreported()
         self._lanes.clear()
         if worker.death is not None and not worker.death_reported:
             errors.append(worker.broken_error())
         return errors
+
+    def _unreported(self) -> list[BaseException]:
+        """Take the failures nobody was told of: the streams' and the device's (in the
+        order the worker found them), then those its holders (models) keep."""
+        queues = [lane.errors for lane in list(self._lanes)]
+        held = [error for holder in list(self.holders) for error in holder.take_failures()]
+        return [*self._take_all([*queues, self.worker.orphan_errors]), *held]
 
 
 async def _join(thread: threading.Thread) -> None:

@@ -165,8 +165,9 @@ class Model(AsyncResource):
         is reused once that work is done. A failure of a run nobody waited for is
         raised by ``aclose`` (or by the device's close, if that comes first). Raises
         ``anyio.ClosedResourceError`` once the model is closed (runs that hold a buffer
-        set finish first; runs still without one are refused), or *stream*. With ``pool_size``, a
-        ``RuntimeError`` on another event loop than the one that loaded the model.
+        set finish first; runs still without one are refused), or *stream*. With
+        ``pool_size``, a ``RuntimeError`` on another event loop than the one that
+        loaded the model.
         """
         self._check_stream(stream)
         inputs = self._check_arrays(arrays)

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from ..sim import SimAcl
 
-__all__ = ["STDOUT", "CliError", "message_stream", "pyacl_call", "sim_runtime", "write_text"]
+__all__ = [
+    "STDOUT",
+    "CliError",
+    "call_text",
+    "message_stream",
+    "pyacl_call",
+    "sim_runtime",
+    "write_text",
+]
 
 #: The output path that means standard output.
 STDOUT = "-"
@@ -65,6 +73,11 @@ def message_stream(path: str | None) -> TextIO:
     return sys.stderr if path == STDOUT else sys.stdout
 
 
+def call_text(name: str, args: tuple[Any, ...]) -> str:
+    """How a call of ``acl.<name>`` with *args* is written in a message."""
+    return f"acl.{name}({', '.join(repr(arg) for arg in args)})"
+
+
 def pyacl_call(acl: Any, name: str, *args: Any, size: int = 2) -> Any:
     """Call ``acl.<name>(*args)`` and check the shape of its result: a *size*-tuple
     ending in an ``int`` status, as pyACL's calls return (*size* 1: a bare ``int``
@@ -82,7 +95,7 @@ def pyacl_call(acl: Any, name: str, *args: Any, size: int = 2) -> Any:
         target = getattr(target, part, None)
     if not callable(target):
         raise CliError(f"the acl module has no acl.{name}: is it pyACL?")
-    call = f"acl.{name}({', '.join(repr(arg) for arg in args)})"
+    call = call_text(name, args)
     try:
         result = target(*args)
     except Exception as exc:  # pyACL answers with a status: say which call raised instead

@@ -30,7 +30,7 @@ from .._conformance import CHECKS, FAIL, PASS, SKIP, probe_limits, run_check
 from .._pyacl.codes import ErrorCode, code_name
 from .._pyacl.constants import MemAttr, RunMode
 from .._version import __version__
-from ._common import CliError, pyacl_call, write_text
+from ._common import CliError, call_text, pyacl_call, write_text
 from ._doctor_text import RUNTIME_FAILURES, format_report
 from ._info import choose_backend
 from ._loops import deferred_interrupts
@@ -167,7 +167,7 @@ class _Asker:
         """The status of a call answered with a bare one; a failure unless 0 or *fine*."""
         ret: int | None = self.ask(item, name, *args, size=1)
         if ret is not None and ret != 0 and ret not in fine:
-            self.fail(item, f"{_call(name, args)} gave {ret} ({code_name(ret)})")
+            self.fail(item, f"{call_text(name, args)} gave {ret} ({code_name(ret)})")
         return ret
 
     def values(self, item: str, name: str, *args: Any, size: int = 2) -> tuple[Any, ...] | None:
@@ -178,13 +178,9 @@ class _Asker:
             return None
         if result[-1] != 0:
             ret = result[-1]
-            self.fail(item, f"{_call(name, args)} gave {ret} ({code_name(ret)})")
+            self.fail(item, f"{call_text(name, args)} gave {ret} ({code_name(ret)})")
             return None
         return tuple(result[:-1])
-
-
-def _call(name: str, args: tuple[Any, ...]) -> str:
-    return f"acl.{name}({', '.join(repr(arg) for arg in args)})"
 
 
 def _init(asker: _Asker) -> tuple[dict[str, Any], bool]:

@@ -63,11 +63,17 @@ def run(backend: CtrlC, fn: Any) -> None:
         print("returned")
     except KeyboardInterrupt as exc:
         backend.out.set()
-        notes = getattr(exc, "__notes__", [])
-        after = " after ValueError" if isinstance(exc.__context__, ValueError) else ""
-        print("interrupted", ("507015" if any("507015" in n for n in notes) else "") + after)
+        print_interrupted(exc)
     except aclasync.AclError as exc:
         print("raised", exc.code)
+
+
+def print_interrupted(exc: KeyboardInterrupt) -> None:
+    """``interrupted``, then ``507015`` if the kernel's failure is a note on *exc*, then
+    ``after ValueError`` if that was the exception it came in place of."""
+    told = any("507015" in note for note in getattr(exc, "__notes__", []))
+    after = " after ValueError" if isinstance(exc.__context__, ValueError) else ""
+    print("interrupted", ("507015" if told else "") + after)
 
 
 def main(case: str, presses: int) -> None:
@@ -83,8 +89,7 @@ def main(case: str, presses: int) -> None:
                         s.launch(acl.sim.launch_kernel, Kernel(fn=backend.gate.wait, error=507015))
                         backend.presses = presses
                 except KeyboardInterrupt as exc:
-                    notes = getattr(exc, "__notes__", [])
-                    print("interrupted", "507015" if any("507015" in n for n in notes) else "")
+                    print_interrupted(exc)
                 async with pool.stream():  # still its one stream
                     print("pool", pool.statistics().size)
                 await pool.aclose()
