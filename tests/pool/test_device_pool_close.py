@@ -159,15 +159,19 @@ async def _timed_out_in_its_clean_up(
     opening: contextlib.AbstractAsyncContextManager[Any], held: HeldCall
 ) -> TimeoutError:
     """Enter *opening* under ``asyncio.timeout``; let the timeout expire while *held*
-    holds its clean-up, then release it; return the ``TimeoutError`` it ended with."""
+    holds its clean-up, then release it; return the ``TimeoutError`` it ended with.
+    The timeout is made to expire once the clean-up is reached (a fixed 50 ms could
+    pass before the opening failed on a loaded machine: then it never failed)."""
+    timeout = asyncio.timeout(None)
 
     async def open_with_timeout() -> None:
-        async with asyncio.timeout(0.05), opening:
+        async with timeout, opening:
             pytest.fail("it opened")
 
     opener = asyncio.ensure_future(open_with_timeout())
     await held.wait_reached()
-    await asyncio.sleep(0.1)  # the timeout expires during the clean-up
+    timeout.reschedule(asyncio.get_running_loop().time())  # expires now, in the clean-up
+    await asyncio.sleep(0.01)  # (its callback is due at once: it runs first)
     held.release()
     with pytest.raises(TimeoutError) as caught:
         await opener
